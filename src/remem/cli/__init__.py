@@ -1,0 +1,102 @@
+"""The ``remem`` command. Each command group lives in its own module and registers here."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sqlite3
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from ..config import ConfigError
+from ..ingest.normalize import InputError
+from ..scope import ScopeError
+from ..store.db import StoreError
+
+EXPECTED = (InputError, StoreError, ConfigError, ScopeError, ValueError, OSError, sqlite3.Error)
+
+
+def fail(message: str, code: int = 1) -> None:
+    click.echo(f"remem: error: {message}", err=True)
+    sys.exit(code)
+
+
+def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn expected failures into one clear line and a non-zero exit, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except click.exceptions.Exit:
+            raise
+        except (click.ClickException, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+        except EXPECTED as e:
+            msg = str(e) or type(e).__name__
+            if isinstance(e, OSError) and e.strerror:
+                msg = f"{e.strerror}: {e.filename}" if e.filename else e.strerror
+            fail(msg.splitlines()[0])
+
+    return wrapper
+
+
+def emit(data: Any, as_json: bool, human: Callable[[Any], None] | None = None) -> None:
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=None, default=str))
+    elif human is not None:
+        human(data)
+    else:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def open_mem(ctx: click.Context) -> Any:
+    from ..core import Remem
+
+    obj = ctx.ensure_object(dict)
+    if "mem" not in obj:
+        obj["mem"] = Remem(obj.get("home"))
+        ctx.call_on_close(obj["mem"].close)
+    return obj["mem"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--home", envvar="REMEM_HOME", type=click.Path(file_okay=False), default=None,
+              help="Data home (default: $REMEM_HOME or ~/.remem).")
+@click.version_option(package_name="remem")
+@click.pass_context
+def cli(ctx: click.Context, home: str | None) -> None:
+    """remem: one long-term memory for all your AI coding agents."""
+    ctx.ensure_object(dict)["home"] = home
+
+
+def _register() -> None:
+    from . import data, memory
+
+    for mod in (memory, data):
+        for cmd in mod.COMMANDS:
+            cli.add_command(cmd)
+    # optional groups added by later modules
+    import importlib
+
+    for name in ("sync", "recall", "service", "hooks", "bench"):
+        try:
+            mod = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+            continue
+        for cmd in mod.COMMANDS:
+            cli.add_command(cmd)
+
+
+_register()
+
+
+def main() -> None:
+    cli(prog_name="remem")

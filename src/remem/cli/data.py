@@ -1,0 +1,129 @@
+"""Data commands: export, import, config, doctor, embed."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ..config import ConfigError
+from ..core import iter_lines
+from ..ingest.normalize import InputError
+from . import emit, handle_errors, open_mem
+
+
+@click.command("export")
+@click.option("--out", "-o", type=click.Path(dir_okay=False), default=None, help="JSONL file (default: stdout).")
+@click.option("--sqlite", "sqlite_path", type=click.Path(dir_okay=False), default=None,
+              help="Write a consistent copy of the whole database to this file instead.")
+@click.option("--owner", default=None, help="Owner to export; default from config.")
+@click.pass_context
+@handle_errors
+def export_cmd(ctx: click.Context, out: str | None, sqlite_path: str | None, owner: str | None) -> None:
+    """Export memories as JSONL, or the database as a SQLite file."""
+    mem = open_mem(ctx)
+    if sqlite_path:
+        dest = mem.export_sqlite(sqlite_path)
+        click.echo(f"wrote {dest}", err=True)
+        return
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            n = mem.export_jsonl(f, owner=owner)
+    else:
+        n = mem.export_jsonl(sys.stdout, owner=owner)
+    click.echo(f"exported {n} memories", err=True)
+
+
+@click.command("import")
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--owner", default=None, help="Import everything as this owner (default: keep the records' owner).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def import_cmd(ctx: click.Context, path: str, owner: str | None, as_json: bool) -> None:
+    """Import a JSONL export ("-" reads stdin). Importing twice adds nothing."""
+    mem = open_mem(ctx)
+    if path == "-":
+        counts = mem.import_jsonl(iter_lines(sys.stdin.buffer), owner=owner)
+    else:
+        with open(path, "rb") as f:
+            counts = mem.import_jsonl(iter_lines(f), owner=owner)
+    emit(counts, as_json, lambda d: click.echo(", ".join(f"{k} {v}" for k, v in d.items() if v) or "nothing to import"))
+
+
+@click.group("config")
+def config_group() -> None:
+    """Show, read and change settings (config.yaml; REMEM_* environment variables win)."""
+
+
+@config_group.command("show")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def config_show(ctx: click.Context, as_json: bool) -> None:
+    """Print every setting with its effective value."""
+    import yaml
+
+    mem = open_mem(ctx)
+    emit(mem.config.values, as_json, lambda d: click.echo(yaml.safe_dump(d, sort_keys=True, allow_unicode=True)))
+
+
+@config_group.command("get")
+@click.argument("key")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def config_get(ctx: click.Context, key: str, as_json: bool) -> None:
+    """Print one setting (dotted key, e.g. recall.token_budget)."""
+    mem = open_mem(ctx)
+    emit(mem.config.get(key), as_json, lambda v: click.echo(v))
+
+
+@config_group.command("set")
+@click.argument("key")
+@click.argument("value")
+@click.pass_context
+@handle_errors
+def config_set(ctx: click.Context, key: str, value: str) -> None:
+    """Change one setting in config.yaml."""
+    mem = open_mem(ctx)
+    stored = mem.config.set(key, value)
+    click.echo(f"{key} = {stored}")
+
+
+@click.command()
+@click.option("--no-embedder", is_flag=True, help="Skip loading the embedding model.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def doctor(ctx: click.Context, no_embedder: bool, as_json: bool) -> None:
+    """Check the database (integrity, WAL, FTS), token, embedder and job queue."""
+    mem = open_mem(ctx)
+    report = mem.doctor(load_embedder=not no_embedder)
+
+    def human(d: dict[str, Any]) -> None:
+        for name, c in d["checks"].items():
+            click.echo(f"{'ok ' if c['ok'] else 'BAD'}  {name:<10} {c['detail']}")
+
+    emit(report, as_json, human)
+    if not report["ok"]:
+        sys.exit(1)
+
+
+@click.command()
+@click.option("--limit", type=int, default=None, help="Embed at most this many memories.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def embed(ctx: click.Context, limit: int | None, as_json: bool) -> None:
+    """Embed memories waiting for vectors now (the daemon does this in the background)."""
+    mem = open_mem(ctx)
+    n = mem.embed_pending(limit=limit)
+    if mem.embedder_error:
+        raise ConfigError(f"embedder unavailable: {mem.embedder_error}")
+    emit({"embedded": n}, as_json, lambda d: click.echo(f"embedded {d['embedded']} memories"))
+
+
+_ = InputError
+COMMANDS = [export_cmd, import_cmd, config_group, doctor, embed]

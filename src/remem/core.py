@@ -1,0 +1,342 @@
+"""``Remem``: the core library every face (CLI, daemon, hooks, MCP) is a thin layer over."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from . import config as configmod
+from .agents import canonical_agent
+from .ingest.normalize import InputError, check_user_text
+from .ingest.pipeline import BatchResult, WriteResult, persist, prepare
+from .model import ToolCall, TurnIn
+from .scope import Scope
+from .store import connect, migrate, transaction
+from .store import jobs as jobrepo
+from .store import turns as turnrepo
+from .store import vectors as vecrepo
+from .store.db import StoreError, explain_error
+
+EXPORT_VERSION = 1
+
+
+class Remem:
+    """One memory home. Thread-safe for reads; writes serialise on SQLite's lock."""
+
+    def __init__(self, home: str | os.PathLike[str] | None = None, *, env: dict[str, str] | None = None,
+                 readonly: bool = False) -> None:
+        self.config = configmod.load(home, env)
+        self.home = self.config.home
+        self.readonly = readonly
+        self._local = threading.local()
+        self._embedder: Any = None
+        self._embedder_error: str = ""
+        self._lock = threading.Lock()
+        if not readonly:
+            self.init()
+
+    # -- home and connection -------------------------------------------------------------
+    def init(self) -> dict[str, Any]:
+        """Create the home, database, config file and token if missing (idempotent)."""
+        try:
+            self.home.mkdir(parents=True, exist_ok=True)
+            self.config.log_dir.mkdir(exist_ok=True)
+            os.chmod(self.home, 0o700)
+        except OSError as e:
+            raise StoreError(f"cannot create {self.home}: {e.strerror or e}") from None
+        created = not self.config.path.exists()
+        if created:
+            configmod.save_file(self.config.path, self.config.file_values or {"owner": self.config.get("owner")})
+        token_new = not self.config.token_path.exists()
+        configmod.ensure_token(self.config.token_path)
+        applied = migrate(self.db)
+        return {"home": str(self.home), "database": str(self.config.db_path), "config_created": created,
+                "token_created": token_new, "migrations_applied": applied}
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.config.db_path, readonly=self.readonly)
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def __enter__(self) -> Remem:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def token(self) -> str:
+        return configmod.ensure_token(self.config.token_path)
+
+    # -- owners and scopes ---------------------------------------------------------------
+    def owner_for(self, agent: str | None = None, owner: str | None = None) -> str:
+        """Who a write belongs to: explicit owner, else the agent's isolated owner, else the profile."""
+        if owner:
+            return owner
+        if agent:
+            s = self.config.agent_settings(canonical_agent(agent))
+            if s.get("owner"):
+                return str(s["owner"])
+            if s.get("isolated"):
+                return f"agent:{canonical_agent(agent)}"
+        return str(self.config.get("owner"))
+
+    def scope(self, owner: str | list[str] | None = None, agent: str | None = None,
+              project: str | None = None, *, as_agent: str | None = None) -> Scope:
+        """The read scope. ``agent`` filters rows by agent label; ``as_agent`` reads as that agent
+        (its isolated owner plus any extra ``read_owners`` from config)."""
+        if owner:
+            owners = [owner] if isinstance(owner, str) else list(owner)
+        else:
+            owners = [self.owner_for(as_agent)]
+            if as_agent:
+                extra = self.config.agent_settings(canonical_agent(as_agent)).get("read_owners") or []
+                owners += [str(o) for o in extra]
+        return Scope.of(owners, agent=agent, project=project)
+
+    # -- writes ----------------------------------------------------------------------------
+    def add_turns(self, turns: list[TurnIn], *, live: bool = False) -> BatchResult:
+        if self.readonly:
+            raise StoreError("this remem handle is read-only")
+        try:
+            return persist(self.db, turns, max_bytes=int(self.config.get("ingest.max_turn_bytes")),
+                           max_tool_output=int(self.config.get("ingest.max_tool_output")), live=live)
+        except sqlite3.Error as e:
+            raise explain_error(e, self.config.db_path) from None
+
+    def add(self, text: str, *, owner: str | None = None, agent: str = "cli", project: str = "",
+            session: str = "", reply: str = "", actions: list[ToolCall] | None = None,
+            status: str = "succeeded", source_key: str = "", tags: list[str] | None = None,
+            importance: float = 0.5, ts: float | None = None) -> WriteResult:
+        """Store one memory (a note, or a request with its reply). Validates like a person typed it."""
+        check_user_text(text)
+        if reply:
+            check_user_text(reply)
+        agent = canonical_agent(agent)
+        turn = TurnIn(request=text, reply=reply, actions=actions or [], owner=self.owner_for(agent, owner),
+                      agent=agent, project=project, session_id=session, source_key=source_key,
+                      status=status, started_at=ts or time.time(), ended_at=ts or time.time(),
+                      tags=tags or [], importance=importance)
+        return self.add_turns([turn]).results[0]
+
+    # -- reads -----------------------------------------------------------------------------
+    def get(self, memory_id: str, *, owner: str | list[str] | None = None,
+            scope: Scope | None = None) -> dict[str, Any] | None:
+        sc = scope or self.scope(owner)
+        return turnrepo.get(self.db, sc, memory_id)
+
+    def search(self, query: str, *, owner: str | list[str] | None = None, agent: str | None = None,
+               project: str | None = None, k: int = 10, scope: Scope | None = None,
+               explain: bool = False) -> list[dict[str, Any]]:
+        from .recall import search as recall_search
+
+        sc = scope or self.scope(owner, agent=agent, project=project)
+        return recall_search.search(self, query, sc, k=k, explain=explain)
+
+    def timeline(self, session_id: str, *, owner: str | list[str] | None = None,
+                 limit: int = 500) -> list[dict[str, Any]]:
+        return turnrepo.list_turns(self.db, self.scope(owner), session_id=session_id, limit=limit, order="asc")
+
+    def list(self, *, owner: str | list[str] | None = None, agent: str | None = None,
+             project: str | None = None, since: float | None = None, until: float | None = None,
+             kind: str | None = None, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+        return turnrepo.list_turns(self.db, self.scope(owner, agent=agent, project=project), since=since,
+                                   until=until, kind=kind, limit=limit, offset=offset)
+
+    def forget(self, *, ids: list[str] | None = None, session: str | None = None,
+               source: str | None = None, owner: str | list[str] | None = None) -> list[str]:
+        """Delete memories by id, by session or by source, with everything derived from them."""
+        sc = self.scope(owner)
+        with transaction(self.db):
+            gone = turnrepo.delete(self.db, sc, ids=ids, session_id=session, source_name=source)
+            if gone:
+                self.db.execute(
+                    "INSERT INTO audit (ts, action, owner, target, detail) VALUES (?,?,?,?,?)",
+                    (time.time(), "forget", ",".join(sc.owners), ids and ",".join(ids[:20]) or session or source or "",
+                     json.dumps({"count": len(gone)})))
+        return gone
+
+    def stats(self, *, owner: str | list[str] | None = None) -> dict[str, Any]:
+        sc = self.scope(owner)
+        out = turnrepo.counts(self.db, sc)
+        where, params = sc.sql()
+        out["memories"] = self.db.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchone()[0]
+        out["owners"] = list(sc.owners)
+        out["vectors"] = vecrepo.stats(self.db)
+        out["jobs_pending"] = jobrepo.pending_count(self.db)
+        out["database_bytes"] = _db_bytes(self.config.db_path)
+        out["home"] = str(self.home)
+        return out
+
+    # -- embeddings ------------------------------------------------------------------------
+    def embedder(self) -> Any:
+        """The configured embedder, loaded once; None (with ``embedder_error``) when unavailable."""
+        with self._lock:
+            if self._embedder is None and not self._embedder_error:
+                from .index.embed import get_embedder
+
+                name = str(self.config.get("embedding.model"))
+                opts: dict[str, Any] = {}
+                if name == "openai":
+                    opts = {"base_url": self.config.get("embedding.openai_base_url"),
+                            "model": self.config.get("embedding.openai_model")}
+                try:
+                    self._embedder = get_embedder(name, **opts)
+                except Exception as e:
+                    self._embedder_error = f"{type(e).__name__}: {e}"
+            return self._embedder
+
+    @property
+    def embedder_error(self) -> str:
+        return self._embedder_error
+
+    def embed_pending(self, limit: int | None = None) -> int:
+        if not self.config.get("embedding.enabled"):
+            return 0
+        emb = self.embedder()
+        if emb is None:
+            return 0
+        from .index.worker import run_pending
+
+        return run_pending(self.db, emb, batch_size=int(self.config.get("embedding.batch_size")), limit=limit)
+
+    # -- export / import -------------------------------------------------------------------
+    def export_jsonl(self, out: IO[str], *, owner: str | list[str] | None = None) -> int:
+        sc = self.scope(owner)
+        n = 0
+        offset = 0
+        while True:
+            rows = turnrepo.list_turns(self.db, sc, limit=1000, offset=offset, order="asc")
+            if not rows:
+                break
+            for r in rows:
+                out.write(json.dumps({"type": "turn", "v": EXPORT_VERSION, **r}, ensure_ascii=False,
+                                     sort_keys=True) + "\n")
+                n += 1
+            offset += len(rows)
+        return n
+
+    def export_sqlite(self, path: str | os.PathLike[str]) -> Path:
+        """A consistent copy of the whole database (VACUUM INTO)."""
+        dest = Path(path)
+        if dest.exists():
+            raise InputError(f"{dest} already exists")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        self.db.execute("VACUUM INTO ?", (str(dest),))
+        return dest
+
+    def import_jsonl(self, lines: Iterable[str], *, owner: str | None = None) -> dict[str, int]:
+        """Import an export. Records keep their ids and times; importing twice adds nothing."""
+        counts = {"added": 0, "updated": 0, "duplicate": 0, "skipped_oversize": 0, "skipped_empty": 0,
+                  "invalid": 0}
+        batch: list[dict[str, Any]] = []
+        for lineno, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                if not isinstance(rec, dict) or rec.get("type", "turn") != "turn":
+                    raise ValueError("not a turn record")
+                batch.append(rec)
+            except (ValueError, TypeError) as e:
+                raise InputError(f"line {lineno}: {e}") from None
+            if len(batch) >= 500:
+                self._import_batch(batch, owner, counts)
+                batch = []
+        if batch:
+            self._import_batch(batch, owner, counts)
+        return counts
+
+    def _import_batch(self, recs: list[dict[str, Any]], owner: str | None, counts: dict[str, int]) -> None:
+        db = self.db
+        with transaction(db):
+            for rec in recs:
+                turn = TurnIn(
+                    request=str(rec.get("request", "")), reply=str(rec.get("reply", "")),
+                    actions=[ToolCall.from_dict(a) for a in rec.get("actions") or [] if isinstance(a, dict)],
+                    owner=owner or str(rec.get("owner") or self.owner_for()), agent=str(rec.get("agent") or "unknown"),
+                    project=str(rec.get("project") or ""), session_id=str(rec.get("session_id") or ""),
+                    source_key=str(rec.get("source_key") or ""), source_name=str(rec.get("source_name") or ""),
+                    status=str(rec.get("status") or "succeeded"), started_at=rec.get("started_at"),
+                    ended_at=rec.get("ended_at"), model=str(rec.get("model") or ""),
+                    importance=float(rec.get("importance", 0.5)), tags=list(rec.get("tags") or []),
+                    summary=str(rec.get("summary") or ""), kind=str(rec.get("kind") or "turn"))
+                row, res = prepare(turn, max_bytes=int(self.config.get("ingest.max_turn_bytes")))
+                if row is None:
+                    assert res is not None
+                    counts[res.status] += 1
+                    continue
+                tid, status = turnrepo.write_turn(db, row)
+                counts[status] += 1
+                if status == "added":
+                    db.execute("UPDATE turns SET created_at=coalesce(?, created_at), updated_at=coalesce(?, "
+                               "updated_at), access_count=?, last_access=?, archived=? WHERE id=?",
+                               (rec.get("created_at"), rec.get("updated_at"), int(rec.get("access_count") or 0),
+                                rec.get("last_access"), int(rec.get("archived") or 0), tid))
+            if counts["added"] or counts["updated"]:
+                jobrepo.enqueue(db, "embed", dedup_key="embed:pending")
+
+    # -- health ----------------------------------------------------------------------------
+    def doctor(self, *, load_embedder: bool = True) -> dict[str, Any]:
+        checks: dict[str, Any] = {}
+        db = self.db
+        ic = db.execute("PRAGMA quick_check").fetchone()[0]
+        checks["integrity"] = {"ok": ic == "ok", "detail": ic}
+        mode = db.execute("PRAGMA journal_mode").fetchone()[0]
+        checks["wal"] = {"ok": mode == "wal", "detail": mode}
+        try:
+            db.execute("INSERT INTO turns_fts(turns_fts, rank) VALUES ('integrity-check', 1)")
+            checks["fts"] = {"ok": True, "detail": "ok"}
+        except sqlite3.Error as e:
+            checks["fts"] = {"ok": False, "detail": str(e)}
+        tok = self.config.token_path
+        mode_bits = oct(tok.stat().st_mode & 0o777) if tok.exists() else "missing"
+        checks["token"] = {"ok": mode_bits == "0o600", "detail": mode_bits}
+        if load_embedder and self.config.get("embedding.enabled"):
+            t0 = time.perf_counter()
+            emb = self.embedder()
+            checks["embedder"] = {"ok": emb is not None,
+                                  "detail": (f"{emb.model_id} loaded in {time.perf_counter() - t0:.2f}s"
+                                             if emb is not None else self.embedder_error)}
+        pending = db.execute("SELECT count(*) FROM turns WHERE embed_state = 'pending'").fetchone()[0]
+        failed_jobs = db.execute("SELECT count(*) FROM jobs WHERE status = 'failed'").fetchone()[0]
+        checks["jobs"] = {"ok": failed_jobs == 0, "detail": f"{jobrepo.pending_count(db)} queued, "
+                          f"{failed_jobs} failed, {pending} turns waiting for embeddings"}
+        return {"ok": all(c["ok"] for c in checks.values()), "checks": checks}
+
+
+def _db_bytes(path: Path) -> int:
+    total = 0
+    for suffix in ("", "-wal", "-shm"):
+        p = Path(str(path) + suffix)
+        if p.exists():
+            total += p.stat().st_size
+    return total
+
+
+def iter_lines(fp: IO[bytes]) -> Iterator[str]:
+    for raw in fp:
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"input is not valid UTF-8 (byte {e.start})") from None
+
+
+def open(home: str | os.PathLike[str] | None = None, **kw: Any) -> Remem:  # noqa: A001
+    """Open (initialising if needed) the memory home: ``REMEM_HOME`` or ``~/.remem`` by default."""
+    return Remem(home, **kw)

@@ -1,0 +1,89 @@
+"""Normalization: unicode form, control characters, roles, timestamps, stable ids."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from datetime import datetime, timezone
+
+_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+class InputError(ValueError):
+    """Input that cannot be stored as given (the message is shown to the user as is)."""
+
+
+def clean_text(text: str | None) -> str:
+    """NFC, no NUL/control characters (tabs and newlines kept), no lone surrogates, \\n newlines."""
+    if not text:
+        return ""
+    if not isinstance(text, str):
+        raise InputError(f"expected text, got {type(text).__name__}")
+    text = _SURROGATE.sub("\ufffd", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _CTRL.sub("", text)
+    return unicodedata.normalize("NFC", text).strip()
+
+
+def check_user_text(text: str) -> str:
+    """Strict validation for text a person typed or piped: reject instead of silently fixing."""
+    if "\x00" in text:
+        raise InputError("text contains NUL bytes")
+    if _SURROGATE.search(text):
+        raise InputError("text is not valid UTF-8")
+    if not text.strip():
+        raise InputError("text is empty")
+    return text
+
+
+def decode_bytes(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"input is not valid UTF-8 (byte {e.start})") from None
+
+
+def to_epoch(value: object) -> float | None:
+    """ISO-8601 strings, epoch seconds or milliseconds → epoch seconds (None if unparseable)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        v = float(value)
+        if v > 1e14:   # microseconds
+            return v / 1e6
+        if v > 1e11:   # milliseconds
+            return v / 1000.0
+        return v
+    if isinstance(value, str):
+        s = value.strip()
+        try:
+            return to_epoch(float(s))
+        except ValueError:
+            pass
+        if s.endswith("Z"):
+            s = s[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(s)
+        except ValueError:
+            return None
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=timezone.utc)
+        return dt.timestamp()
+    return None
+
+
+def sha(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def norm_request(text: str) -> str:
+    """A request reduced for matching the same prompt from two writers (hook vs importer)."""
+    return re.sub(r"\s+", " ", text).strip().lower()[:2000]

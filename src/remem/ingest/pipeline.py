@@ -1,0 +1,144 @@
+"""The one write pipeline: normalize → redact → size cap → dedup → persist → enqueue index jobs.
+
+Every writer (CLI, importers, hooks, REST, MCP) calls ``prepare`` + ``persist`` through
+``Remem.add_turns``; nothing else inserts turns.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..agents import canonical_agent
+from ..index.text import cjk_index_text
+from ..model import STATUSES, ToolCall, TurnIn
+from ..store import jobs as jobrepo
+from ..store.db import transaction
+from ..store.turns import TurnRow, write_turn
+from .normalize import InputError, clean_text, norm_request, sha
+from .redact import redact
+from .signatures import error_signatures
+
+MAX_TURN_BYTES = 2 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class WriteResult:
+    id: str | None
+    status: str      # added | updated | duplicate | skipped_oversize | skipped_empty
+    redactions: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "status": self.status}
+
+
+@dataclass
+class BatchResult:
+    results: list[WriteResult] = field(default_factory=list)
+
+    @property
+    def counts(self) -> Counter[str]:
+        return Counter(r.status for r in self.results)
+
+
+def render_actions(actions: list[ToolCall]) -> str:
+    """The searchable text of a tool trajectory: one line block per call."""
+    lines = []
+    for a in actions:
+        head = f"{a.name}: {a.input}".strip()
+        lines.append(head + (" [error]" if a.is_error else ""))
+        if a.output:
+            lines.append("→ " + a.output)
+    return "\n".join(lines)
+
+
+def shorten(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = max(1, limit // 2 - 20)
+    return f"{text[:half]}\n… [{len(text) - 2 * half} chars omitted] …\n{text[-half:]}"
+
+
+def prepare(turn: TurnIn, *, max_bytes: int = MAX_TURN_BYTES, max_tool_output: int = 2000,
+            live: bool = False) -> tuple[TurnRow | None, WriteResult | None]:
+    """Pure part of the pipeline. Returns a row to persist, or a terminal result (skipped)."""
+    raw_size = (len(turn.request.encode("utf-8", "replace")) + len(turn.reply.encode("utf-8", "replace"))
+                + sum(len(a.input) + len(a.output) + len(a.name) for a in turn.actions))
+    if raw_size > max_bytes:
+        return None, WriteResult(None, "skipped_oversize")
+    request = clean_text(turn.request)
+    reply = clean_text(turn.reply)
+    if not request and not reply:
+        return None, WriteResult(None, "skipped_empty")
+    agent = canonical_agent(turn.agent or "unknown")
+    owner = (turn.owner or "default").strip()
+    if not owner:
+        raise InputError("owner is empty")
+    status = turn.status if turn.status in STATUSES else "succeeded"
+    n_redacted = 0
+    r = redact(request)
+    request, n_redacted = r.text, n_redacted + r.count
+    r = redact(reply)
+    reply, n_redacted = r.text, n_redacted + r.count
+    actions: list[ToolCall] = []
+    for a in turn.actions:
+        ri, ro = redact(clean_text(a.input)), redact(clean_text(a.output))
+        n_redacted += ri.count + ro.count
+        actions.append(ToolCall(name=clean_text(a.name)[:200], input=shorten(ri.text, max_tool_output),
+                                output=shorten(ro.text, max_tool_output), is_error=a.is_error,
+                                call_id=a.call_id))
+    summary = redact(clean_text(turn.summary)).text
+    actions_text = render_actions(actions)
+    actions_json = json.dumps([a.to_dict() for a in actions], ensure_ascii=False)
+    content_hash = sha(request, reply, actions_json, status)
+    project = clean_text(turn.project)
+    session_id = clean_text(turn.session_id)
+    source_key = turn.source_key or "h:" + sha(agent, project, session_id, request, reply)[:32]
+    if live and not source_key.startswith("live:"):
+        source_key = "live:" + source_key
+    sigs = error_signatures("\n".join(a.output for a in actions if a.is_error) or
+                            (reply if status == "failed" else ""))
+    size = len(request.encode()) + len(reply.encode()) + len(actions_json.encode())
+    row = TurnRow(
+        id="t_" + sha(owner, source_key)[:20], source_key=source_key, owner=owner, agent=agent,
+        project=project, session_id=session_id, source_name=turn.source_name, kind=turn.kind or "turn",
+        request=request, reply=reply, actions=actions_text, actions_json=actions_json, status=status,
+        started_at=turn.started_at, ended_at=turn.ended_at or turn.started_at, model=turn.model,
+        size=size, content_hash=content_hash, request_hash=sha(norm_request(request))[:24],
+        summary=summary, tags=json.dumps(sorted(set(turn.tags)), ensure_ascii=False),
+        error_sigs=json.dumps(sigs, ensure_ascii=False),
+        importance=min(1.0, max(0.0, float(turn.importance))),
+        cjk=cjk_index_text("\n".join((request, reply, summary))),
+        message_ids=[str(m) for m in turn.message_ids], live=live,
+    )
+    return row, None
+
+
+def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX_TURN_BYTES,
+            max_tool_output: int = 2000, live: bool = False, audit: bool = True) -> BatchResult:
+    """Write ``turns`` in one transaction (all or nothing) and queue embedding for new content."""
+    prepared = [prepare(t, max_bytes=max_bytes, max_tool_output=max_tool_output, live=live) for t in turns]
+    out = BatchResult()
+    now = time.time()
+    with transaction(db):
+        changed = False
+        for row, res in prepared:
+            if row is None:
+                assert res is not None
+                out.results.append(res)
+                continue
+            tid, status = write_turn(db, row, now)
+            out.results.append(WriteResult(tid, status))
+            changed = changed or status in ("added", "updated")
+        if changed:
+            jobrepo.enqueue(db, "embed", dedup_key="embed:pending", now=now)
+        if audit and changed:
+            c = out.counts
+            db.execute("INSERT INTO audit (ts, action, owner, target, detail) VALUES (?,?,?,?,?)",
+                       (now, "write", turns[0].owner if turns else "", "",
+                        json.dumps({k: c[k] for k in ("added", "updated")})))
+    return out

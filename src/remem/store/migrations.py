@@ -1,0 +1,278 @@
+"""Forward-only migrations: ordered functions, one transaction each, recorded in a table.
+
+Add a new ``@migration`` function at the end; never edit or remove an applied one and
+never drop data.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+
+from .db import transaction
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[Migration] = []
+migration = MIGRATIONS.append
+
+_FTS_COLS = "request, reply, actions, summary"
+
+
+@migration
+def m001_core(db: sqlite3.Connection) -> None:
+    script(
+        db,
+        """
+        CREATE TABLE sources (
+            name TEXT PRIMARY KEY,          -- e.g. 'claude-code' or 'custom:kimi-code'
+            agent TEXT NOT NULL,
+            path TEXT NOT NULL DEFAULT '',
+            format TEXT NOT NULL DEFAULT '',
+            status TEXT NOT NULL DEFAULT 'active',   -- active | draft | paused
+            rules TEXT NOT NULL DEFAULT '{}',        -- JSON: discovered parsing rules
+            cursor REAL,                             -- incremental watermark (epoch s)
+            baseline REAL,                           -- scan start of the first scan
+            boundary REAL,                           -- custom sources: newest imported request
+            last_scan_at REAL,                       -- shown to users, separate from cursor
+            last_sync_at REAL,
+            last_result TEXT NOT NULL DEFAULT '{}',
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE checkpoints (             -- per file / per session: skip unchanged work
+            source TEXT NOT NULL,
+            unit TEXT NOT NULL,
+            path TEXT NOT NULL DEFAULT '',
+            size INTEGER, mtime REAL,
+            last_ts REAL, last_msg_id TEXT, content_hash TEXT,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (source, unit)
+        );
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,               -- agent-scoped session id
+            owner TEXT NOT NULL, agent TEXT NOT NULL, project TEXT NOT NULL DEFAULT '',
+            title TEXT NOT NULL DEFAULT '',
+            started_at REAL, updated_at REAL,
+            turn_count INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX sessions_scope ON sessions(owner, agent, project);
+        CREATE TABLE turns (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            source_key TEXT NOT NULL,
+            owner TEXT NOT NULL, agent TEXT NOT NULL, project TEXT NOT NULL DEFAULT '',
+            session_id TEXT NOT NULL DEFAULT '',
+            source_name TEXT NOT NULL DEFAULT '',
+            kind TEXT NOT NULL DEFAULT 'turn',
+            request TEXT NOT NULL DEFAULT '',
+            reply TEXT NOT NULL DEFAULT '',
+            actions TEXT NOT NULL DEFAULT '',       -- rendered tool trajectory (searchable)
+            actions_json TEXT NOT NULL DEFAULT '[]',
+            status TEXT NOT NULL DEFAULT 'succeeded'
+                CHECK (status IN ('succeeded','failed','cancelled')),
+            started_at REAL, ended_at REAL,
+            created_at REAL NOT NULL, updated_at REAL NOT NULL,
+            model TEXT NOT NULL DEFAULT '',
+            size INTEGER NOT NULL DEFAULT 0,
+            content_hash TEXT NOT NULL,
+            request_hash TEXT NOT NULL DEFAULT '',
+            summary TEXT NOT NULL DEFAULT '',
+            tags TEXT NOT NULL DEFAULT '[]',
+            error_sigs TEXT NOT NULL DEFAULT '[]',
+            importance REAL NOT NULL DEFAULT 0.5,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            last_access REAL,
+            archived INTEGER NOT NULL DEFAULT 0,
+            deleted INTEGER NOT NULL DEFAULT 0,
+            cjk TEXT NOT NULL DEFAULT '',           -- segmented CJK words + bigrams for FTS
+            embed_state TEXT NOT NULL DEFAULT 'pending',
+            UNIQUE (owner, source_key)
+        );
+        CREATE INDEX turns_scope ON turns(owner, agent, project, ended_at);
+        CREATE INDEX turns_session ON turns(session_id, started_at);
+        CREATE INDEX turns_embed ON turns(embed_state);
+        CREATE INDEX turns_reqhash ON turns(owner, agent, session_id, request_hash);
+        CREATE TABLE messages (                -- raw records: one row per source message id
+            source TEXT NOT NULL,
+            source_msg_id TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            session_id TEXT NOT NULL DEFAULT '',
+            turn_id TEXT REFERENCES turns(id) ON DELETE CASCADE,
+            role TEXT NOT NULL DEFAULT '',
+            ts REAL,
+            PRIMARY KEY (source, source_msg_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX messages_turn ON messages(turn_id);
+        """
+    )
+    script(
+        db,
+        f"""
+        CREATE VIRTUAL TABLE turns_fts USING fts5({_FTS_COLS}, cjk,
+            content='turns', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2');
+        CREATE VIRTUAL TABLE turns_trgm USING fts5({_FTS_COLS},
+            content='turns', content_rowid='rowid', tokenize='trigram');
+        CREATE TRIGGER turns_ai AFTER INSERT ON turns BEGIN
+            INSERT INTO turns_fts(rowid, {_FTS_COLS}, cjk)
+                VALUES (new.rowid, new.request, new.reply, new.actions, new.summary, new.cjk);
+            INSERT INTO turns_trgm(rowid, {_FTS_COLS})
+                VALUES (new.rowid, new.request, new.reply, new.actions, new.summary);
+        END;
+        CREATE TRIGGER turns_ad AFTER DELETE ON turns BEGIN
+            INSERT INTO turns_fts(turns_fts, rowid, {_FTS_COLS}, cjk)
+                VALUES ('delete', old.rowid, old.request, old.reply, old.actions, old.summary, old.cjk);
+            INSERT INTO turns_trgm(turns_trgm, rowid, {_FTS_COLS})
+                VALUES ('delete', old.rowid, old.request, old.reply, old.actions, old.summary);
+        END;
+        CREATE TRIGGER turns_au AFTER UPDATE OF request, reply, actions, summary, cjk ON turns BEGIN
+            INSERT INTO turns_fts(turns_fts, rowid, {_FTS_COLS}, cjk)
+                VALUES ('delete', old.rowid, old.request, old.reply, old.actions, old.summary, old.cjk);
+            INSERT INTO turns_trgm(turns_trgm, rowid, {_FTS_COLS})
+                VALUES ('delete', old.rowid, old.request, old.reply, old.actions, old.summary);
+            INSERT INTO turns_fts(rowid, {_FTS_COLS}, cjk)
+                VALUES (new.rowid, new.request, new.reply, new.actions, new.summary, new.cjk);
+            INSERT INTO turns_trgm(rowid, {_FTS_COLS})
+                VALUES (new.rowid, new.request, new.reply, new.actions, new.summary);
+        END;
+        """
+    )
+    script(
+        db,
+        """
+        CREATE TABLE memories (                -- L2 distilled, L3 world model, skills
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            owner TEXT NOT NULL, agent TEXT NOT NULL DEFAULT '', project TEXT NOT NULL DEFAULT '',
+            layer TEXT NOT NULL DEFAULT 'L2' CHECK (layer IN ('L2','L3','skill')),
+            kind TEXT NOT NULL,                  -- fact | preference | procedure | world | skill
+            text TEXT NOT NULL,
+            confidence REAL NOT NULL DEFAULT 0.5,
+            status TEXT NOT NULL DEFAULT 'active',  -- active | superseded | archived
+            eta REAL,                            -- skills: reliability
+            content_hash TEXT NOT NULL,
+            cjk TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL, updated_at REAL NOT NULL,
+            UNIQUE (owner, content_hash)
+        );
+        CREATE INDEX memories_scope ON memories(owner, agent, project, kind);
+        CREATE TABLE memory_links (            -- provenance: which turns a memory came from
+            memory_id TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            turn_id TEXT NOT NULL REFERENCES turns(id) ON DELETE CASCADE,
+            PRIMARY KEY (memory_id, turn_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX memory_links_turn ON memory_links(turn_id);
+        CREATE VIRTUAL TABLE memories_fts USING fts5(text, cjk,
+            content='memories', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2');
+        CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, text, cjk) VALUES (new.rowid, new.text, new.cjk);
+        END;
+        CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, text, cjk)
+                VALUES ('delete', old.rowid, old.text, old.cjk);
+        END;
+        CREATE TRIGGER memories_au AFTER UPDATE OF text, cjk ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, text, cjk)
+                VALUES ('delete', old.rowid, old.text, old.cjk);
+            INSERT INTO memories_fts(rowid, text, cjk) VALUES (new.rowid, new.text, new.cjk);
+        END;
+
+        CREATE TABLE embeddings (
+            row_kind TEXT NOT NULL,              -- turn | memory
+            row_id TEXT NOT NULL,
+            field TEXT NOT NULL,                 -- summary | actions | text
+            model_id TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            vector BLOB NOT NULL,                -- float32 little endian
+            content_hash TEXT NOT NULL,
+            owner TEXT NOT NULL, agent TEXT NOT NULL DEFAULT '', project TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            PRIMARY KEY (row_kind, row_id, field, model_id)
+        );
+        CREATE INDEX embeddings_model ON embeddings(model_id, field, owner);
+
+        CREATE TABLE entities (
+            id INTEGER PRIMARY KEY,
+            owner TEXT NOT NULL,
+            kind TEXT NOT NULL,                  -- path | symbol | package | command | error | name
+            name TEXT NOT NULL,
+            UNIQUE (owner, kind, name)
+        );
+        CREATE TABLE entity_mentions (
+            entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            turn_id TEXT NOT NULL REFERENCES turns(id) ON DELETE CASCADE,
+            owner TEXT NOT NULL,
+            PRIMARY KEY (entity_id, turn_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX entity_mentions_turn ON entity_mentions(turn_id);
+        CREATE TABLE entity_edges (             -- co-occurrence
+            owner TEXT NOT NULL,
+            src INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            dst INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            weight REAL NOT NULL DEFAULT 1,
+            PRIMARY KEY (owner, src, dst)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE audit (
+            id INTEGER PRIMARY KEY,
+            ts REAL NOT NULL,
+            action TEXT NOT NULL,
+            owner TEXT NOT NULL DEFAULT '',
+            target TEXT NOT NULL DEFAULT '',
+            detail TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE TABLE jobs (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL,                  -- sync | embed | ...
+            dedup_key TEXT UNIQUE,               -- one queued job per key
+            payload TEXT NOT NULL DEFAULT '{}',
+            status TEXT NOT NULL DEFAULT 'queued',  -- queued | running | paused | done | failed | stopped
+            attempts INTEGER NOT NULL DEFAULT 0,
+            run_after REAL NOT NULL DEFAULT 0,
+            progress TEXT NOT NULL DEFAULT '{}',
+            last_error TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL, updated_at REAL NOT NULL
+        );
+        CREATE INDEX jobs_status ON jobs(status, run_after);
+        """
+    )
+
+
+def migrate(db: sqlite3.Connection) -> list[str]:
+    """Apply pending migrations in order; returns the names applied now."""
+    db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, "
+               "name TEXT NOT NULL UNIQUE, applied_at REAL NOT NULL)")
+    done = {r[0] for r in db.execute("SELECT name FROM schema_migrations")}
+    applied = []
+    for i, fn in enumerate(MIGRATIONS, start=1):
+        if fn.__name__ in done:
+            continue
+        with transaction(db):
+            # re-check inside the write lock: another process may have migrated meanwhile
+            if db.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (fn.__name__,)).fetchone():
+                continue
+            fn(db)
+            db.execute("INSERT INTO schema_migrations(id, name, applied_at) VALUES (?,?,?)",
+                       (i, fn.__name__, time.time()))
+        applied.append(fn.__name__)
+    return applied
+
+
+def script(db: sqlite3.Connection, sql: str) -> None:
+    """Run a multi-statement script inside the caller's transaction (executescript would commit)."""
+    for stmt in _split_sql(sql):
+        db.execute(stmt)
+
+
+def _split_sql(sql: str) -> list[str]:
+    """Split a script into statements, keeping CREATE TRIGGER … END; bodies whole."""
+    out, buf = [], ""
+    for line in sql.splitlines(keepends=True):
+        stripped = line.split("--", 1)[0]
+        buf += stripped if stripped.strip() else ""
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out

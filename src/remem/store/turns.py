@@ -1,0 +1,280 @@
+"""Turn repository (L1 memories). Every read takes a Scope; writes go through ``write_turn``."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..scope import Scope
+
+COLUMNS = ("id, source_key, owner, agent, project, session_id, source_name, kind, request, reply, "
+           "actions, actions_json, status, started_at, ended_at, created_at, updated_at, model, size, "
+           "content_hash, request_hash, summary, tags, error_sigs, importance, access_count, "
+           "last_access, archived, deleted, embed_state")
+
+
+@dataclass(slots=True)
+class TurnRow:
+    """A prepared, redacted turn ready to persist (built by the ingest pipeline)."""
+
+    id: str
+    source_key: str
+    owner: str
+    agent: str
+    project: str
+    session_id: str
+    source_name: str
+    kind: str
+    request: str
+    reply: str
+    actions: str
+    actions_json: str
+    status: str
+    started_at: float | None
+    ended_at: float | None
+    model: str
+    size: int
+    content_hash: str
+    request_hash: str
+    summary: str
+    tags: str
+    error_sigs: str
+    importance: float
+    cjk: str
+    message_ids: list[str]
+    live: bool = False        # captured by a hook (may later meet its imported twin)
+
+
+def _find_existing(db: sqlite3.Connection, row: TurnRow) -> sqlite3.Row | None:
+    got = db.execute("SELECT rowid, id, content_hash, source_key FROM turns WHERE owner = ? AND source_key = ?",
+                     (row.owner, row.source_key)).fetchone()
+    if got:
+        return got
+    if row.message_ids and row.source_name:
+        # a message already belongs to a turn of this owner: same turn, re-assembled
+        for mid in row.message_ids[:8]:
+            hit = db.execute(
+                "SELECT t.rowid, t.id, t.content_hash, t.source_key FROM messages m JOIN turns t ON t.id = m.turn_id "
+                "WHERE m.source = ? AND m.source_msg_id = ? AND t.owner = ?",
+                (row.source_name, mid, row.owner)).fetchone()
+            if hit:
+                return hit
+    if row.session_id and row.request_hash:
+        # a live capture and an import of the same prompt in the same session are one turn
+        for hit in db.execute(
+            "SELECT rowid, id, content_hash, source_key FROM turns WHERE owner = ? AND agent = ? "
+            "AND session_id = ? AND request_hash = ? ORDER BY rowid DESC LIMIT 4",
+            (row.owner, row.agent, row.session_id, row.request_hash),
+        ):
+            if hit["source_key"].startswith("live:") != row.live:
+                return hit
+    return None
+
+
+def write_turn(db: sqlite3.Connection, row: TurnRow, now: float | None = None) -> tuple[str, str]:
+    """Insert or update one turn inside the caller's transaction. Returns (id, status)."""
+    now = now or time.time()
+    existing = _find_existing(db, row)
+    if existing is not None:
+        tid = existing["id"]
+        if existing["content_hash"] == row.content_hash:
+            _link_messages(db, row, tid)
+            return tid, "duplicate"
+        if row.live and not existing["source_key"].startswith("live:"):
+            # the imported transcript is richer than a live capture: keep it
+            return tid, "duplicate"
+        db.execute(
+            "UPDATE turns SET request=?, reply=?, actions=?, actions_json=?, status=?, started_at=?, "
+            "ended_at=?, model=?, size=?, content_hash=?, request_hash=?, summary=?, tags=?, error_sigs=?, "
+            "cjk=?, project=?, updated_at=?, embed_state='pending', source_key=? WHERE id=?",
+            (row.request, row.reply, row.actions, row.actions_json, row.status, row.started_at,
+             row.ended_at, row.model, row.size, row.content_hash, row.request_hash, row.summary,
+             row.tags, row.error_sigs, row.cjk, row.project, now,
+             existing["source_key"] if row.live else row.source_key, tid))
+        _link_messages(db, row, tid)
+        return tid, "updated"
+    db.execute(
+        "INSERT INTO turns (id, source_key, owner, agent, project, session_id, source_name, kind, request, "
+        "reply, actions, actions_json, status, started_at, ended_at, created_at, updated_at, model, size, "
+        "content_hash, request_hash, summary, tags, error_sigs, importance, cjk) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (row.id, row.source_key, row.owner, row.agent, row.project, row.session_id, row.source_name,
+         row.kind, row.request, row.reply, row.actions, row.actions_json, row.status, row.started_at,
+         row.ended_at, now, now, row.model, row.size, row.content_hash, row.request_hash, row.summary,
+         row.tags, row.error_sigs, row.importance, row.cjk))
+    if row.session_id:
+        db.execute(
+            "INSERT INTO sessions (id, owner, agent, project, title, started_at, updated_at, turn_count) "
+            "VALUES (?,?,?,?,?,?,?,1) ON CONFLICT(id) DO UPDATE SET turn_count = turn_count + 1, "
+            "updated_at = max(coalesce(updated_at, 0), excluded.updated_at)",
+            (session_key(row.owner, row.agent, row.session_id), row.owner, row.agent, row.project,
+             row.request[:80], row.started_at or now, row.ended_at or now))
+    _link_messages(db, row, row.id)
+    return row.id, "added"
+
+
+def session_key(owner: str, agent: str, session_id: str) -> str:
+    return f"{owner}/{agent}/{session_id}"
+
+
+def _link_messages(db: sqlite3.Connection, row: TurnRow, tid: str) -> None:
+    if not row.message_ids or not row.source_name:
+        return
+    db.executemany(
+        "INSERT INTO messages (source, source_msg_id, owner, session_id, turn_id) VALUES (?,?,?,?,?) "
+        "ON CONFLICT(source, source_msg_id) DO UPDATE SET turn_id = excluded.turn_id",
+        [(row.source_name, mid, row.owner, row.session_id, tid) for mid in row.message_ids])
+
+
+def row_to_dict(r: sqlite3.Row) -> dict[str, Any]:
+    d = dict(r)
+    for key in ("tags", "error_sigs"):
+        if key in d:
+            d[key] = json.loads(d[key] or "[]")
+    if "actions_json" in d:
+        d["actions"] = json.loads(d.pop("actions_json") or "[]")
+    d.pop("cjk", None)
+    return d
+
+
+def get(db: sqlite3.Connection, scope: Scope, turn_id: str) -> dict[str, Any] | None:
+    where, params = scope.sql()
+    r = db.execute(f"SELECT {COLUMNS} FROM turns WHERE id = ? AND {where}", [turn_id, *params]).fetchone()
+    return row_to_dict(r) if r else None
+
+
+def get_many(db: sqlite3.Connection, scope: Scope, ids: list[str]) -> dict[str, dict[str, Any]]:
+    if not ids:
+        return {}
+    where, params = scope.sql()
+    marks = ",".join("?" * len(ids))
+    rows = db.execute(f"SELECT {COLUMNS} FROM turns WHERE id IN ({marks}) AND {where}", [*ids, *params])
+    return {r["id"]: row_to_dict(r) for r in rows}
+
+
+def list_turns(db: sqlite3.Connection, scope: Scope, *, session_id: str | None = None,
+               since: float | None = None, until: float | None = None, kind: str | None = None,
+               limit: int = 50, offset: int = 0, order: str = "desc") -> list[dict[str, Any]]:
+    where, params = scope.sql()
+    clauses = [where, "deleted = 0"]
+    if session_id:
+        clauses.append("session_id = ?")
+        params.append(session_id)
+    if since is not None:
+        clauses.append("coalesce(ended_at, created_at) >= ?")
+        params.append(since)  # type: ignore[arg-type]
+    if until is not None:
+        clauses.append("coalesce(ended_at, created_at) < ?")
+        params.append(until)  # type: ignore[arg-type]
+    if kind:
+        clauses.append("kind = ?")
+        params.append(kind)
+    direction = "ASC" if order == "asc" else "DESC"
+    sql = (f"SELECT {COLUMNS} FROM turns WHERE {' AND '.join(clauses)} "
+           f"ORDER BY coalesce(started_at, created_at) {direction}, rowid {direction} LIMIT ? OFFSET ?")
+    return [row_to_dict(r) for r in db.execute(sql, [*params, limit, offset])]
+
+
+def search_words(db: sqlite3.Connection, scope: Scope, expr: str, limit: int) -> list[tuple[str, float]]:
+    """bm25 over the word index (request weighted highest). Returns (id, score) best first."""
+    if not expr:
+        return []
+    where, params = scope.sql("t")
+    sql = (f"SELECT t.id, bm25(turns_fts, 3.0, 1.5, 0.8, 2.0, 2.0) AS s FROM turns_fts "
+           f"JOIN turns t ON t.rowid = turns_fts.rowid WHERE turns_fts MATCH ? AND {where} "
+           f"AND t.deleted = 0 ORDER BY s LIMIT ?")
+    try:
+        return [(r[0], -float(r[1])) for r in db.execute(sql, [expr, *params, limit])]
+    except sqlite3.OperationalError:
+        return []  # an expression FTS rejects matches nothing (it is always built quoted)
+
+
+def search_substring(db: sqlite3.Connection, scope: Scope, expr: str, limit: int) -> list[tuple[str, float]]:
+    """Trigram substring search (identifiers, partial words ≥ 3 characters)."""
+    if not expr:
+        return []
+    where, params = scope.sql("t")
+    sql = (f"SELECT t.id, bm25(turns_trgm) AS s FROM turns_trgm JOIN turns t ON t.rowid = turns_trgm.rowid "
+           f"WHERE turns_trgm MATCH ? AND {where} AND t.deleted = 0 ORDER BY s LIMIT ?")
+    try:
+        return [(r[0], -float(r[1])) for r in db.execute(sql, [expr, *params, limit])]
+    except sqlite3.OperationalError:
+        return []
+
+
+def search_like(db: sqlite3.Connection, scope: Scope, needle: str, limit: int,
+                scan_limit: int = 20000) -> list[tuple[str, float]]:
+    """Plain ``instr`` scan of the newest rows, for needles too short for the trigram index."""
+    if not needle:
+        return []
+    where, params = scope.sql()
+    sql = (f"SELECT id FROM (SELECT id, request, reply FROM turns WHERE {where} AND deleted = 0 "
+           f"ORDER BY rowid DESC LIMIT ?) WHERE instr(request, ?) > 0 OR instr(reply, ?) > 0 LIMIT ?")
+    rows = db.execute(sql, [*params, scan_limit, needle, needle, limit]).fetchall()
+    return [(r[0], 1.0) for r in rows]
+
+
+def touch(db: sqlite3.Connection, scope: Scope, ids: list[str], now: float | None = None) -> None:
+    if not ids:
+        return
+    where, params = scope.sql()
+    marks = ",".join("?" * len(ids))
+    db.execute(f"UPDATE turns SET access_count = access_count + 1, last_access = ? "
+               f"WHERE id IN ({marks}) AND {where}", [now or time.time(), *ids, *params])
+
+
+def delete(db: sqlite3.Connection, scope: Scope, *, ids: list[str] | None = None,
+           session_id: str | None = None, source_name: str | None = None) -> list[str]:
+    """Delete turns and everything derived from them (embeddings, links, orphan memories)."""
+    where, params = scope.sql()
+    clauses = [where]
+    if ids is not None:
+        if not ids:
+            return []
+        clauses.append(f"id IN ({','.join('?' * len(ids))})")
+        params.extend(ids)
+    elif session_id is not None:
+        clauses.append("session_id = ?")
+        params.append(session_id)
+    elif source_name is not None:
+        clauses.append("(source_name = ? OR agent = ?)")
+        params.extend([source_name, source_name])
+    else:
+        raise ValueError("delete needs ids, a session or a source")
+    victims = [r[0] for r in db.execute(f"SELECT id FROM turns WHERE {' AND '.join(clauses)}", params)]
+    for i in range(0, len(victims), 500):
+        chunk = victims[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        # memories derived only from these turns go too
+        orphans = [r[0] for r in db.execute(
+            f"SELECT memory_id FROM memory_links WHERE turn_id IN ({marks}) AND memory_id NOT IN "
+            f"(SELECT memory_id FROM memory_links WHERE turn_id NOT IN ({marks}))", [*chunk, *chunk])]
+        db.execute(f"DELETE FROM embeddings WHERE row_kind = 'turn' AND row_id IN ({marks})", chunk)
+        if orphans:
+            om = ",".join("?" * len(orphans))
+            db.execute(f"DELETE FROM embeddings WHERE row_kind = 'memory' AND row_id IN ({om})", orphans)
+            db.execute(f"DELETE FROM memories WHERE id IN ({om})", orphans)
+        db.execute(f"DELETE FROM turns WHERE id IN ({marks})", chunk)
+    db.execute("DELETE FROM sessions WHERE id NOT IN (SELECT owner || '/' || agent || '/' || session_id "
+               "FROM turns WHERE session_id != '')")
+    return victims
+
+
+def counts(db: sqlite3.Connection, scope: Scope) -> dict[str, Any]:
+    where, params = scope.sql()
+    total = db.execute(f"SELECT count(*) FROM turns WHERE {where} AND deleted = 0", params).fetchone()[0]
+    by_agent = {r[0]: r[1] for r in db.execute(
+        f"SELECT agent, count(*) FROM turns WHERE {where} AND deleted = 0 GROUP BY agent ORDER BY 2 DESC",
+        params)}
+    by_status = {r[0]: r[1] for r in db.execute(
+        f"SELECT status, count(*) FROM turns WHERE {where} AND deleted = 0 GROUP BY status", params)}
+    by_embed = {r[0]: r[1] for r in db.execute(
+        f"SELECT embed_state, count(*) FROM turns WHERE {where} AND deleted = 0 GROUP BY embed_state", params)}
+    projects = db.execute(f"SELECT count(DISTINCT project) FROM turns WHERE {where}", params).fetchone()[0]
+    sessions = db.execute(f"SELECT count(DISTINCT session_id) FROM turns WHERE {where} AND session_id != ''",
+                          params).fetchone()[0]
+    return {"turns": total, "by_agent": by_agent, "by_status": by_status, "embeddings": by_embed,
+            "projects": projects, "sessions": sessions}

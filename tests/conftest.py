@@ -1,0 +1,56 @@
+"""Every test gets its own HOME and REMEM_HOME in a temporary directory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+FIXTURES = SHARED / "fixtures" / "agents"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = tmp_path_factory.mktemp("env")
+    home = base / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("REMEM_HOME", str(base / "remem"))
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR", "OPENCODE_CONFIG_DIR",
+                "OPENCODE_DATA_DIR", "HERMES_HOME", "REMEM_OWNER", "REMEM_PORT", "REMEM_EMBEDDING_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    # tests never load the real model unless they ask for it
+    monkeypatch.setenv("REMEM_EMBEDDING_MODEL", "hash")
+
+
+@pytest.fixture
+def remem_home() -> Path:
+    return Path(os.environ["REMEM_HOME"])
+
+
+@pytest.fixture
+def mem():
+    import remem
+
+    m = remem.open()
+    yield m
+    m.close()
+
+
+def run_cli(*args: str, input: bytes | None = None, env: dict[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+    """Run the real ``remem`` command in a subprocess (the installed console entry point)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "remem", *args], input=input, capture_output=True,
+                          env=full_env, timeout=timeout)
+
+
+@pytest.fixture
+def cli():
+    return run_cli

@@ -1,0 +1,153 @@
+"""The real ``remem`` command in subprocesses: contract, help, bad input, concurrency."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import click
+import pytest
+
+from remem.cli import cli as cli_group
+
+
+def _all_commands(group: click.Group, prefix: str = ""):
+    for name, cmd in group.commands.items():
+        yield prefix + name, cmd
+        if isinstance(cmd, click.Group):
+            yield from _all_commands(cmd, prefix + name + " ")
+
+
+@pytest.mark.parametrize("name,command", list(_all_commands(cli_group)))
+def test_commands_have_help(name, command):
+    assert command.help, f"{name} is missing its help"
+
+
+def test_contract_add_search_get(cli):
+    r = cli("add", "Redis cache invalidation uses pub/sub", "--owner", "o1", "--agent", "codex",
+            "--project", "shop", "--session", "S9", "--json")
+    assert r.returncode == 0, r.stderr
+    added = json.loads(r.stdout)
+    assert added["status"] == "added" and added["id"].startswith("t_")
+    r = cli("search", "redis", "--owner", "o1", "-k", "5", "--json")
+    res = json.loads(r.stdout)["results"]
+    assert res[0]["id"] == added["id"]
+    assert set(res[0]) >= {"id", "score", "text", "owner", "agent", "project", "session_id", "created_at"}
+    assert (res[0]["owner"], res[0]["agent"], res[0]["project"], res[0]["session_id"]) == ("o1", "codex", "shop", "S9")
+    assert json.loads(cli("search", "redis", "--owner", "o2", "--json").stdout)["results"] == []
+    full = json.loads(cli("get", added["id"], "--owner", "o1", "--json").stdout)
+    assert full["request"] == "Redis cache invalidation uses pub/sub"
+    assert cli("get", added["id"], "--owner", "o2").returncode != 0
+    dup = json.loads(cli("add", "Redis cache invalidation uses pub/sub", "--owner", "o1", "--agent", "codex",
+                         "--project", "shop", "--session", "S9", "--json").stdout)
+    assert dup == {"id": added["id"], "status": "duplicate"}
+
+
+def test_every_command_works_on_empty_home(cli, remem_home):
+    assert not remem_home.exists()
+    for args in (["stats", "--json"], ["search", "nothing", "--json"], ["doctor", "--no-embedder", "--json"],
+                 ["config", "show", "--json"]):
+        r = cli(*args)
+        assert r.returncode == 0, (args, r.stderr)
+    assert (remem_home / "token").exists()
+
+
+def test_config_cli(cli):
+    assert cli("config", "set", "recall.token_budget", "1500").returncode == 0
+    assert cli("config", "get", "recall.token_budget").stdout.strip() == b"1500"
+    r = cli("config", "set", "recall.token_budget", "lots")
+    assert r.returncode == 1 and r.stderr.startswith(b"remem: error:") and b"Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("payload,needle", [
+    (b"bad \xff\xfe bytes", b"UTF-8"),
+    (b"nul \x00 byte", b"NUL"),
+    (b"   \n\t ", b"empty"),
+])
+def test_bad_stdin_input_one_line_error(cli, payload, needle):
+    r = cli("add", "-", "--agent", "codex", input=payload)
+    assert r.returncode != 0
+    assert needle in r.stderr and b"Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+    assert json.loads(cli("stats", "--json").stdout)["turns"] == 0
+
+
+def test_huge_input_skipped_not_truncated(cli):
+    r = cli("add", "-", "--agent", "codex", "--json", input=b"y" * (2 * 1024 * 1024 + 10))
+    assert r.returncode == 1 and json.loads(r.stdout)["status"] == "skipped_oversize"
+    assert json.loads(cli("stats", "--json").stdout)["turns"] == 0
+
+
+def test_corrupted_database(cli, remem_home):
+    assert cli("init").returncode == 0
+    db = remem_home / "remem.db"
+    for suffix in ("-wal", "-shm"):
+        p = remem_home / ("remem.db" + suffix)
+        if p.exists():
+            p.unlink()
+    db.write_bytes(b"this is not a database" * 100)
+    r = cli("add", "hello", "--agent", "codex")
+    assert r.returncode != 0 and b"corrupted" in r.stderr and b"Traceback" not in r.stderr
+    assert len(r.stderr.splitlines()) == 1
+
+
+def test_database_full_leaves_no_partial_rows(mem):
+    from remem.model import TurnIn
+    from remem.store.db import StoreError
+
+    mem.add("small", agent="codex")
+    pages = mem.db.execute("PRAGMA page_count").fetchone()[0]
+    mem.db.execute(f"PRAGMA max_page_count = {pages + 2}")
+    big = [TurnIn(request=f"turn {i} " + "word " * 20000, agent="codex") for i in range(5)]
+    with pytest.raises(StoreError, match="no space"):
+        mem.add_turns(big)
+    assert mem.stats()["turns"] == 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
+def test_read_only_home(cli, remem_home):
+    assert cli("init").returncode == 0
+    os.chmod(remem_home / "remem.db", 0o400)
+    os.chmod(remem_home, 0o500)
+    try:
+        r = cli("add", "hello", "--agent", "codex")
+        assert r.returncode != 0 and b"Traceback" not in r.stderr
+    finally:
+        os.chmod(remem_home, 0o700)
+
+
+def test_read_only_handle_refuses_writes(mem):
+    import remem
+    from remem.store.db import StoreError
+
+    mem.add("exists", agent="codex")
+    ro = remem.open(mem.home, readonly=True)
+    assert ro.search("exists")
+    with pytest.raises(StoreError):
+        ro.add("nope", agent="codex")
+
+
+WRITER = r"""
+import sys, remem
+from remem.model import TurnIn
+mem = remem.open()
+w = int(sys.argv[1])
+for i in range(200):
+    mem.add_turns([TurnIn(request=f"writer {w} turn {i}", reply="ok", agent="codex", session_id=f"w{w}",
+                          source_key=f"w{w}:{i}")])
+print("done")
+"""
+
+
+def test_eight_concurrent_writers(remem_home):
+    import remem
+
+    remem.open().close()
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(w)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for w in range(8)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err.decode()[-500:]
+        assert b"locked" not in err
+    assert remem.open().stats()["turns"] == 1600
