@@ -148,6 +148,16 @@ class Remem:
         sc = scope or self.scope(owner, agent=agent, project=project)
         return recall_search.search(self, query, sc, k=k, explain=explain)
 
+    def turn_start(self, prompt: str, *, owner: str | list[str] | None = None, agent: str | None = None,
+                   project: str | None = None, budget: int | None = None,
+                   scope: Scope | None = None) -> dict[str, Any]:
+        """The packet an agent receives before it answers ``prompt``: {"text", "items", ...}."""
+        from .recall import entry
+
+        sc = scope or self.scope(owner, project=None, as_agent=agent)
+        return entry.turn_start(self, prompt, sc, project=project,
+                                budget=int(budget or self.config.get("recall.token_budget")))
+
     def timeline(self, session_id: str, *, owner: str | list[str] | None = None,
                  limit: int = 500) -> list[dict[str, Any]]:
         return turnrepo.list_turns(self.db, self.scope(owner), session_id=session_id, limit=limit, order="asc")
