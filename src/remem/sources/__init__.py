@@ -1,0 +1,39 @@
+"""Importers of the history agents already write to disk: one module per format.
+
+The sync engine uses this package through a small surface:
+
+* :data:`SOURCES` — every known source by canonical agent id; :func:`register_source` /
+  :func:`register_custom` add more.
+* ``source.discover(env)`` → history roots; ``source.list_units(root, stats)`` → units with a
+  stable ``key`` and a ``fingerprint`` (size, mtime); ``source.read(unit, stats)`` → a stream
+  of :class:`~remem.model.Message`. :func:`scan` does discover + list for one source.
+* :func:`assemble_turns` turns one unit's messages into complete :class:`~remem.model.TurnIn`.
+
+Parsers never raise on bad input; they count it in a :class:`ParseStats`.
+"""
+
+from __future__ import annotations
+
+from . import claude_code, codex, cursor, gemini, hermes, jsonl_chat, openclaw, opencode
+from .base import (
+    SOURCES,
+    ParseStats,
+    Source,
+    SourceSpec,
+    Unit,
+    get_source,
+    read_all,
+    register_source,
+    scan,
+)
+from .jsonl_chat import JsonlChatSource, custom_source, register_custom
+from .turns import AssembleResult, assemble_turns
+
+for _src in (claude_code.SOURCE, codex.SOURCE, cursor.SOURCE, opencode.SOURCE, openclaw.SOURCE,
+             hermes.SOURCE, gemini.SOURCE, jsonl_chat.WORKBUDDY, jsonl_chat.PI, jsonl_chat.QWENWORK):
+    register_source(_src, replace=True)
+
+__all__ = [
+    "SOURCES", "AssembleResult", "JsonlChatSource", "ParseStats", "Source", "SourceSpec", "Unit",
+    "assemble_turns", "custom_source", "get_source", "read_all", "register_custom", "register_source", "scan",
+]

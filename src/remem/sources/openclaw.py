@@ -1,0 +1,160 @@
+"""OpenClaw: ``~/.openclaw/agents/<agentId>/sessions/<sessionId>.jsonl`` (FORMATS.md §6).
+
+Transcript lines are Pi-style entries (``type: "session"`` metadata, then ``type: "message"``
+with ``message.role`` user|assistant|toolResult and ``text``/``thinking``/``toolCall``
+blocks); they are read by the generic chat recogniser in :mod:`.jsonl_chat`. Deleted
+sessions (``*.deleted.<ts>``) and ``sessions.json`` are skipped.
+
+Newer builds keep transcripts in ``~/.openclaw/state/openclaw.sqlite``
+(``transcript_events``, ``transcript_files``). That schema is not verified, so it is read
+defensively: one unit per session, each event row's JSON treated as one transcript line,
+whatever the column names turn out to be among common candidates; anything else is counted
+as ``unexpected schema``. A session present in the database is not read again from JSONL.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from remem.model import Message
+
+from .base import (
+    ParseStats,
+    Unit,
+    connect_ro,
+    db_error_reason,
+    decode_value,
+    env_path,
+    existing_dirs,
+    file_unit,
+    home_dir,
+    parse_ts,
+    table_columns,
+)
+from .jsonl_chat import ChatLineParser, iter_chat_jsonl
+
+AGENT = "openclaw"
+_SESSION_COLS = ("session_id", "sessionId", "session", "transcript_id")
+_JSON_COLS = ("event_json", "entry_json", "json", "data", "payload", "entry", "event", "line", "content", "body")
+_ORDER_COLS = ("seq", "sequence", "idx", "line_no", "position", "offset")
+_TIME_COLS = ("updated_at", "created_at", "timestamp", "ts", "time")
+
+
+class OpenClawSource:
+    agent = AGENT
+    format = "openclaw"
+
+    def discover(self, env: Mapping[str, str]) -> list[Path]:
+        candidates = [env_path(env, "OPENCLAW_STATE_DIR"), env_path(env, "OPENCLAW_HOME"),
+                      home_dir(env) / ".openclaw"]
+        return existing_dirs(c for c in candidates if c is not None)
+
+    def list_units(self, root: Path, stats: ParseStats | None = None) -> list[Unit]:
+        stats = stats if stats is not None else ParseStats()
+        units: list[Unit] = []
+        db = root / "state" / "openclaw.sqlite"
+        in_db: set[str] = set()
+        if db.is_file():
+            units.extend(_db_units(db, stats))
+            in_db = {u.session_id for u in units}
+        for p in sorted(root.glob("agents/*/sessions/*.jsonl")):
+            if ".deleted." in p.name or p.stem in in_db:
+                continue
+            u = file_unit(AGENT, p, session_id=p.stem, meta={"agent_id": p.parent.parent.name})
+            if u is not None:
+                units.append(u)
+        return sorted(units, key=lambda u: u.key)
+
+    def read(self, unit: Unit, stats: ParseStats | None = None) -> Iterator[Message]:
+        stats = stats if stats is not None else ParseStats()
+        if unit.meta.get("db"):
+            yield from _db_messages(unit, stats)
+        else:
+            yield from iter_chat_jsonl(unit.path, stats, session_id=unit.session_id)
+
+
+# ----------------------------------------------------------------------------- SQLite (defensive)
+
+def _schema(con: sqlite3.Connection) -> dict[str, str] | None:
+    """Column roles of ``transcript_events`` (session, json, order, time), or None if unusable."""
+    cols = table_columns(con, "transcript_events")
+    if not cols:
+        return None
+    pick = {
+        "session": next((c for c in _SESSION_COLS if c in cols), ""),
+        "json": next((c for c in _JSON_COLS if c in cols), ""),
+        "order": next((c for c in _ORDER_COLS if c in cols), "rowid"),
+        "time": next((c for c in _TIME_COLS if c in cols), ""),
+        "from": "transcript_events",
+    }
+    if not pick["session"] and "file_id" in cols:   # events point at a transcript file row
+        fcols = table_columns(con, "transcript_files")
+        fsession = next((c for c in _SESSION_COLS if c in fcols), "")
+        if "id" in fcols and fsession:
+            pick["from"] = ("transcript_events JOIN transcript_files "
+                            "ON transcript_files.id = transcript_events.file_id")
+            pick["session"] = f"transcript_files.{fsession}"
+            pick["order"] = f"transcript_events.{pick['order']}"
+    if not (pick["session"] and pick["json"]):
+        return None
+    return pick
+
+
+def _db_units(db: Path, stats: ParseStats) -> list[Unit]:
+    try:
+        con = connect_ro(db)
+        try:
+            s = _schema(con)
+            if s is None:
+                stats.error("unexpected schema", str(db))
+                return []
+            newest = f"MAX({s['time']})" if s["time"] else "NULL"
+            rows = con.execute(f"SELECT {s['session']} AS sid, COUNT(*) AS n, {newest} AS t "
+                               f"FROM {s['from']} GROUP BY {s['session']}").fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        stats.error(db_error_reason(e), str(db))
+        return []
+    fallback = db.stat().st_mtime
+    return [Unit(agent=AGENT, key=f"{AGENT}:{db}#{r['sid']}", path=db, size=int(r["n"]),
+                 mtime=parse_ts(r["t"]) or fallback, session_id=str(r["sid"]), meta={"db": True})
+            for r in rows if r["sid"] is not None]
+
+
+def _db_messages(unit: Unit, stats: ParseStats) -> Iterator[Message]:
+    try:
+        con = connect_ro(unit.path)
+    except sqlite3.Error as e:
+        stats.error(db_error_reason(e), str(unit.path))
+        return
+    parser = ChatLineParser(unit.session_id)
+    try:
+        s = _schema(con)
+        if s is None:
+            stats.error("unexpected schema", str(unit.path))
+            return
+        rows = con.execute(f"SELECT {s['order']} AS o, {s['json']} AS j FROM {s['from']} "
+                           f"WHERE {s['session']} = ? ORDER BY {s['order']}", (unit.session_id,))
+        for r in rows:
+            stats.lines += 1
+            rec: Any = decode_value(r["j"])
+            where = f"{unit.path}#{unit.session_id}:{r['o']}"
+            if not isinstance(rec, dict):
+                stats.error("malformed json", where)
+                continue
+            m = parser.parse(int(r["o"] or 0), rec, stats, where)
+            if m is not None:
+                m.session_id = m.session_id or unit.session_id
+                stats.messages += 1
+                yield m
+    except sqlite3.Error as e:
+        stats.error(db_error_reason(e), str(unit.path))
+    finally:
+        con.close()
+
+
+SOURCE = OpenClawSource()
