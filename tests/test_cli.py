@@ -147,7 +147,7 @@ def test_eight_concurrent_writers(remem_home):
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(w)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE) for w in range(8)]
     outs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outs, strict=True):
+    for p, (_out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err.decode()[-500:]
         assert b"locked" not in err
     assert remem.open().stats()["turns"] == 1600

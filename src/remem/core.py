@@ -215,6 +215,19 @@ class Remem:
     def embedder_error(self) -> str:
         return self._embedder_error
 
+    def index_pending(self, *, embed: bool = True, limit: int | None = None) -> dict[str, int]:
+        """Run the background index work now: trigram index backlog, then embeddings."""
+        done = {"trigram": 0, "embedded": 0}
+        while True:
+            with transaction(self.db):
+                n = turnrepo.index_trigram(self.db, limit=2000)
+            done["trigram"] += n
+            if n == 0:
+                break
+        if embed:
+            done["embedded"] = self.embed_pending(limit=limit)
+        return done
+
     def embed_pending(self, limit: int | None = None) -> int:
         if not self.config.get("embedding.enabled"):
             return 0

@@ -18,12 +18,13 @@ from ..index.text import cjk_index_text
 from ..model import STATUSES, ToolCall, TurnIn
 from ..store import jobs as jobrepo
 from ..store.db import transaction
-from ..store.turns import TurnRow, write_turn
+from ..store.turns import TurnRow, index_trigram, write_turn
 from .normalize import InputError, clean_text, norm_request, sha
 from .redact import redact
 from .signatures import error_signatures
 
 MAX_TURN_BYTES = 2 * 1024 * 1024
+INLINE_TRIGRAM = 32  # small writes (CLI, hooks) enter the trigram index at once; imports defer it
 
 
 @dataclass(slots=True)
@@ -126,6 +127,7 @@ def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX
     now = time.time()
     with transaction(db):
         changed = False
+        touched: list[str] = []
         for row, res in prepared:
             if row is None:
                 assert res is not None
@@ -133,8 +135,16 @@ def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX
                 continue
             tid, status = write_turn(db, row, now)
             out.results.append(WriteResult(tid, status))
-            changed = changed or status in ("added", "updated")
+            if status in ("added", "updated"):
+                changed = True
+                touched.append(tid)
         if changed:
+            if len(touched) <= INLINE_TRIGRAM:
+                marks = ",".join("?" * len(touched))
+                index_trigram(db, rowids=[r[0] for r in db.execute(
+                    f"SELECT rowid FROM turns WHERE id IN ({marks})", touched)])
+            else:
+                jobrepo.enqueue(db, "index", dedup_key="index:trigram", now=now)
             jobrepo.enqueue(db, "embed", dedup_key="embed:pending", now=now)
         if audit and changed:
             c = out.counts

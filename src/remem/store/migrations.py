@@ -86,11 +86,13 @@ def m001_core(db: sqlite3.Connection) -> None:
             deleted INTEGER NOT NULL DEFAULT 0,
             cjk TEXT NOT NULL DEFAULT '',           -- segmented CJK words + bigrams for FTS
             embed_state TEXT NOT NULL DEFAULT 'pending',
+            trgm INTEGER NOT NULL DEFAULT 0,        -- 1 once in the trigram index
             UNIQUE (owner, source_key)
         );
         CREATE INDEX turns_scope ON turns(owner, agent, project, ended_at);
         CREATE INDEX turns_session ON turns(session_id, started_at);
         CREATE INDEX turns_embed ON turns(embed_state);
+        CREATE INDEX turns_trgm_todo ON turns(trgm) WHERE trgm = 0;
         CREATE INDEX turns_reqhash ON turns(owner, agent, session_id, request_hash);
         CREATE TABLE messages (                -- raw records: one row per source message id
             source TEXT NOT NULL,
@@ -110,29 +112,32 @@ def m001_core(db: sqlite3.Connection) -> None:
         f"""
         CREATE VIRTUAL TABLE turns_fts USING fts5({_FTS_COLS}, cjk,
             content='turns', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2');
-        CREATE VIRTUAL TABLE turns_trgm USING fts5({_FTS_COLS},
+        CREATE VIRTUAL TABLE turns_trgm USING fts5(request, actions,
             content='turns', content_rowid='rowid', tokenize='trigram');
+        -- the word index follows every write; the trigram index (costly on write) is filled by a
+        -- background index job (turns.trgm = 1 once indexed), so imports stay fast
         CREATE TRIGGER turns_ai AFTER INSERT ON turns BEGIN
             INSERT INTO turns_fts(rowid, {_FTS_COLS}, cjk)
                 VALUES (new.rowid, new.request, new.reply, new.actions, new.summary, new.cjk);
-            INSERT INTO turns_trgm(rowid, {_FTS_COLS})
-                VALUES (new.rowid, new.request, new.reply, new.actions, new.summary);
         END;
         CREATE TRIGGER turns_ad AFTER DELETE ON turns BEGIN
             INSERT INTO turns_fts(turns_fts, rowid, {_FTS_COLS}, cjk)
                 VALUES ('delete', old.rowid, old.request, old.reply, old.actions, old.summary, old.cjk);
-            INSERT INTO turns_trgm(turns_trgm, rowid, {_FTS_COLS})
-                VALUES ('delete', old.rowid, old.request, old.reply, old.actions, old.summary);
+        END;
+        CREATE TRIGGER turns_ad_trgm AFTER DELETE ON turns WHEN old.trgm = 1 BEGIN
+            INSERT INTO turns_trgm(turns_trgm, rowid, request, actions)
+                VALUES ('delete', old.rowid, old.request, old.actions);
         END;
         CREATE TRIGGER turns_au AFTER UPDATE OF request, reply, actions, summary, cjk ON turns BEGIN
             INSERT INTO turns_fts(turns_fts, rowid, {_FTS_COLS}, cjk)
                 VALUES ('delete', old.rowid, old.request, old.reply, old.actions, old.summary, old.cjk);
-            INSERT INTO turns_trgm(turns_trgm, rowid, {_FTS_COLS})
-                VALUES ('delete', old.rowid, old.request, old.reply, old.actions, old.summary);
             INSERT INTO turns_fts(rowid, {_FTS_COLS}, cjk)
                 VALUES (new.rowid, new.request, new.reply, new.actions, new.summary, new.cjk);
-            INSERT INTO turns_trgm(rowid, {_FTS_COLS})
-                VALUES (new.rowid, new.request, new.reply, new.actions, new.summary);
+        END;
+        CREATE TRIGGER turns_au_trgm AFTER UPDATE OF request, actions ON turns WHEN old.trgm = 1 BEGIN
+            INSERT INTO turns_trgm(turns_trgm, rowid, request, actions)
+                VALUES ('delete', old.rowid, old.request, old.actions);
+            UPDATE turns SET trgm = 0 WHERE rowid = new.rowid;
         END;
         """
     )

@@ -278,3 +278,25 @@ def counts(db: sqlite3.Connection, scope: Scope) -> dict[str, Any]:
                           params).fetchone()[0]
     return {"turns": total, "by_agent": by_agent, "by_status": by_status, "embeddings": by_embed,
             "projects": projects, "sessions": sessions}
+
+
+def index_trigram(db: sqlite3.Connection, *, rowids: list[int] | None = None, limit: int = 2000) -> int:
+    """Add turns not yet in the trigram index (caller holds a write transaction)."""
+    if rowids is not None:
+        if not rowids:
+            return 0
+        marks = ",".join("?" * len(rowids))
+        todo = [r[0] for r in db.execute(f"SELECT rowid FROM turns WHERE trgm = 0 AND rowid IN ({marks})", rowids)]
+    else:
+        todo = [r[0] for r in db.execute("SELECT rowid FROM turns WHERE trgm = 0 LIMIT ?", (limit,))]
+    for i in range(0, len(todo), 500):
+        chunk = todo[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        db.execute(f"INSERT INTO turns_trgm(rowid, request, actions) SELECT rowid, request, actions FROM turns "
+                   f"WHERE rowid IN ({marks})", chunk)
+        db.execute(f"UPDATE turns SET trgm = 1 WHERE rowid IN ({marks})", chunk)
+    return len(todo)
+
+
+def trigram_backlog(db: sqlite3.Connection) -> int:
+    return int(db.execute("SELECT count(*) FROM turns WHERE trgm = 0").fetchone()[0])
