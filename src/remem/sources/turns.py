@@ -24,7 +24,7 @@ A pure function of its inputs. Rules (see FORMATS.md, "Generic turn rule"):
   records into one message (Claude streaming split) lists them in ``extra["source_ids"]``.
 * Status: ``cancelled`` when a message of the turn says so (interrupt, abort), else
   ``failed`` when a message says failed or the turn's last tool call is an error, else
-  ``succeeded``. Sidechain statuses do not count.
+  ``succeeded``. Sidechain statuses and sidechain tool errors do not count.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ class _Open:
     request: str
     entries: list[ToolCall | str] = field(default_factory=list)   # tool calls and assistant texts, in order
     by_call: dict[str, ToolCall] = field(default_factory=dict)
+    side_calls: set[int] = field(default_factory=set)               # id() of sub-agent tool calls
     ids: list[str] = field(default_factory=list)
     statuses: set[str] = field(default_factory=set)
     activity_after_text: bool = False
@@ -129,6 +130,7 @@ class _Assembler:
         if not t.cwd and m.cwd:
             t.cwd = m.cwd
         if m is t.opener:
+            t.fallback_model = m.model
             return
         if m.model and not side:
             if m.role == "assistant":
@@ -150,6 +152,8 @@ class _Assembler:
                           output=shorten(call.output, self.max_out), is_error=call.is_error,
                           call_id=call.call_id)
             t.entries.append(tc)
+            if side:
+                t.side_calls.add(id(tc))
             if call.call_id:
                 t.by_call[call.call_id] = tc
             t.activity_after_text = True
@@ -187,7 +191,7 @@ class _Assembler:
                 actions.append(e)
             elif i != last_text and self.notes:
                 actions.append(ToolCall(name="note", output=shorten(e, self.max_out)))
-        tools = [a for a in actions if a.name != "note"]
+        tools = [a for a in actions if a.name != "note" and id(a) not in t.side_calls]
         if "cancelled" in t.statuses:
             status = "cancelled"
         elif "failed" in t.statuses or (tools and tools[-1].is_error):
