@@ -1,0 +1,137 @@
+"""History commands: ``remem sources`` (list, add) and ``remem sync``."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from . import emit, handle_errors, open_mem
+
+EXPLAIN = ("messages scanned counts every record read; one turn (a request, its tool calls and the "
+           "final reply) is built from several messages and becomes one memory, so memories added is "
+           "smaller. Incomplete turns (no final reply yet) are completed by a later sync.")
+
+
+def _when(ts: float | None) -> str:
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M") if ts else "never"
+
+
+@click.group("sources", invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def sources_group(ctx: click.Context, as_json: bool) -> None:
+    """List the agent histories found on this machine (or add another agent)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from ..sources.sync import detect_sources
+
+    mem = open_mem(ctx)
+    found = detect_sources(mem)
+
+    def human(rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            click.echo("no agent history found on this machine")
+            return
+        for r in rows:
+            click.echo(f"{r['name']:<18} {r['format']:<16} {r['units']:>6} sessions  {r['bytes'] / 1e6:8.1f} MB  "
+                       f"last sync {_when(r['last_sync_at'])}  cursor {_when(r['cursor'])}")
+            for p in r["paths"]:
+                click.echo(f"{'':<18} {p}")
+
+    emit(found, as_json, human)
+
+
+@sources_group.command("add")
+@click.argument("name", nargs=-1, required=True)
+@click.option("--path", "paths", multiple=True, help="Absolute path to its install, history or skill dir.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def sources_add(ctx: click.Context, name: tuple[str, ...], paths: tuple[str, ...], as_json: bool) -> None:
+    """Add another agent by NAME (presets: kimi code, zcode, minimax code, coder, or any name)."""
+    from ..sources.custom import add_custom_source
+
+    mem = open_mem(ctx)
+
+    def progress(e: dict[str, Any]) -> None:
+        if not as_json:
+            click.echo(f"… checking {e.get('step')}", err=True)
+
+    res = add_custom_source(mem, " ".join(name), list(paths), on_progress=progress)
+
+    def human(d: dict[str, Any]) -> None:
+        for s in d["steps"]:
+            click.echo(f"  {s}")
+        if d["status"] == "imported":
+            r = d["result"]
+            click.echo(f"{d['name']}: imported {r['turns_added']} memories from {r['messages_scanned']} messages")
+        else:
+            click.echo(f"{d['name']}: {d['status'].replace('_', ' ')}. {d.get('hint', '')}")
+
+    emit(res, as_json, human)
+    if res["status"] != "imported":
+        sys.exit(1)
+
+
+@click.command("sync")
+@click.argument("agents", nargs=-1)
+@click.option("--full", is_flag=True, help="Rescan everything, not only what changed.")
+@click.option("--yes", is_flag=True, help="Do not ask before a full rescan.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def sync_cmd(ctx: click.Context, agents: tuple[str, ...], full: bool, yes: bool, as_json: bool) -> None:
+    """Import new history from every detected agent (or only AGENTS)."""
+    from ..sources.sync import SyncControl, run_sync
+
+    if full and not yes:
+        if not sys.stdin.isatty():
+            raise click.UsageError("--full rescans everything; add --yes to confirm")
+        click.confirm("Rescan every session of every source? (nothing is duplicated)", abort=True)
+    mem = open_mem(ctx)
+    control = SyncControl()
+    signal.signal(signal.SIGINT, lambda *_: control.stop())
+    show = not as_json and sys.stderr.isatty()
+    state: dict[str, Any] = {}
+
+    def progress(e: dict[str, Any]) -> None:
+        if not show:
+            return
+        if e["event"] == "source_start":
+            state["bar"] = click.progressbar(length=max(1, e["units_total"]), label=f"{e['source']:<14}",
+                                             file=sys.stderr, show_pos=True)
+            state["bar"].__enter__()
+            state["done"] = 0
+        elif e["event"] == "progress" and "bar" in state:
+            state["bar"].update(e["units_done"] - state["done"])
+            state["done"] = e["units_done"]
+        elif e["event"] == "source_done" and "bar" in state:
+            state.pop("bar").__exit__(None, None, None)
+
+    result = run_sync(mem, list(agents) or None, full=full, control=control, on_progress=progress)
+    mem.index_pending(embed=False)
+
+    def human(d: dict[str, Any]) -> None:
+        if not d["sources"]:
+            click.echo("no agent history found on this machine")
+        for s in d["sources"]:
+            click.echo(f"{s['source']:<14} {s['messages_scanned']:>7} messages → {s['turns_added']:>5} added, "
+                       f"{s['turns_updated']} updated, {s['duplicates']} duplicates, {s['skipped_incomplete']} "
+                       f"incomplete, {s['skipped_oversize']} oversize, {s['failed']} failed")
+        t = d["total"]
+        click.echo(f"total: {t['messages_scanned']} messages scanned ({t['unique_messages']} unique) → "
+                   f"{t['turns_added']} memories added, {t['turns_updated']} updated in {d['seconds']:.1f}s")
+        for err in t["errors"][:10]:
+            click.echo(f"  ! {err}")
+        if d["stopped"]:
+            click.echo("stopped: run `remem sync` again to finish")
+
+    emit(result, as_json, human)
+
+
+COMMANDS = [sources_group, sync_cmd]

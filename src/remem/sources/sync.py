@@ -1,0 +1,473 @@
+"""The sync engine: per-source watermarks, per-unit checkpoints, honest counts, pause/resume/stop.
+
+Rules (see docs/sync.md):
+
+* A unit (a file, or a session inside a database) whose size and mtime match its checkpoint is not
+  re-parsed. A unit that changed (it gained messages at or after the cursor), is new, or had errors
+  last time is read *whole*, so a cursor landing mid-turn never loses the opening request.
+* Before importing, a content checkpoint (last message time, last message id, hash of the message
+  ids) skips units whose messages did not change. Stable turn ids make the import idempotent.
+* The cursor advances to the newest message time seen only when the run had no errors, no
+  incomplete turns and was not stopped; the first clean run uses max(scan start, newest message).
+* Imports commit in batches; a unit's checkpoint is written after its last batch, so a run killed
+  in the middle is finished by the next one without duplicates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..agents import canonical_agent
+from ..model import Message, TurnIn
+from ..store.db import transaction
+from .base import SOURCES, ParseStats, Source, Unit
+from .turns import _Assembler
+
+if TYPE_CHECKING:
+    from ..core import Remem
+
+BATCH = 500                  # turns per write transaction
+COUNT_KEYS = ("messages_scanned", "unique_messages", "turns_added", "turns_updated", "duplicates",
+              "skipped_incomplete", "skipped_oversize", "skipped_empty", "failed")
+
+ProgressFn = Callable[[dict[str, Any]], None]
+
+
+class SyncBusy(RuntimeError):
+    """Another sync holds this home's sync lock."""
+
+
+class SyncControl:
+    """Pause / resume / stop a running sync from another thread (the daemon, a signal handler)."""
+
+    def __init__(self) -> None:
+        self._run = threading.Event()
+        self._run.set()
+        self._stop = threading.Event()
+
+    def pause(self) -> None:
+        self._run.clear()
+
+    def resume(self) -> None:
+        self._run.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._run.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._run.is_set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def checkpoint(self) -> bool:
+        """Block while paused; True when the sync should stop."""
+        while not self._run.wait(0.2):
+            if self._stop.is_set():
+                break
+        return self._stop.is_set()
+
+
+@dataclass
+class SourceResult:
+    source: str
+    agent: str
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_KEYS, 0))
+    errors: list[str] = field(default_factory=list)
+    units_total: int = 0
+    units_read: int = 0
+    units_unchanged: int = 0
+    newest_ts: float | None = None
+    cursor: float | None = None
+    newest_start: float | None = None   # newest opening request imported (custom boundary)
+    stopped: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "agent": self.agent, **self.counts, "errors": self.errors[:50],
+                "units_total": self.units_total, "units_read": self.units_read,
+                "units_unchanged": self.units_unchanged, "cursor": self.cursor, "stopped": self.stopped}
+
+
+# ----------------------------------------------------------------------------- state rows
+
+
+def _load_state(mem: Remem, name: str, agent: str, root: str, fmt: str) -> dict[str, Any]:
+    db = mem.db
+    row = db.execute("SELECT * FROM sources WHERE name = ?", (name,)).fetchone()
+    if row is None:
+        with transaction(db):
+            db.execute("INSERT OR IGNORE INTO sources (name, agent, path, format, status, created_at) "
+                       "VALUES (?,?,?,?, 'active', ?)", (name, agent, root, fmt, time.time()))
+        row = db.execute("SELECT * FROM sources WHERE name = ?", (name,)).fetchone()
+    return dict(row)
+
+
+def _checkpoints(mem: Remem, name: str) -> dict[str, dict[str, Any]]:
+    return {r["unit"]: dict(r) for r in mem.db.execute("SELECT * FROM checkpoints WHERE source = ?", (name,))}
+
+
+def _save_checkpoint(mem: Remem, name: str, unit: Unit, *, fingerprint: bool, last_ts: float | None,
+                     last_id: str, digest: str) -> None:
+    with transaction(mem.db):
+        mem.db.execute(
+            "INSERT INTO checkpoints (source, unit, path, size, mtime, last_ts, last_msg_id, content_hash, "
+            "updated_at) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(source, unit) DO UPDATE SET path=excluded.path, "
+            "size=excluded.size, mtime=excluded.mtime, last_ts=excluded.last_ts, "
+            "last_msg_id=excluded.last_msg_id, content_hash=excluded.content_hash, updated_at=excluded.updated_at",
+            (name, unit.key, str(unit.path), unit.size if fingerprint else None,
+             unit.mtime if fingerprint else None, last_ts, last_id, digest, time.time()))
+
+
+# ----------------------------------------------------------------------------- pure rules
+
+
+def needs_read(unit: Unit, checkpoint: dict[str, Any] | None, full: bool) -> bool:
+    """Whether a unit must be re-read (pure; table-tested).
+
+    A session that gained a message at or after the cursor has a new size or mtime, so the
+    fingerprint check selects exactly those sessions (plus new ones, and ones whose last read
+    had errors) without parsing anything else.
+    """
+    if full or checkpoint is None or checkpoint.get("size") is None:
+        return True
+    return checkpoint.get("size") != unit.size or checkpoint.get("mtime") != unit.mtime
+
+
+def next_cursor(old: float | None, *, scan_start: float, newest: float | None, clean: bool) -> float | None:
+    """The watermark after a run (pure; table-tested)."""
+    if not clean:
+        return old
+    if old is None:
+        return max(scan_start, newest or 0.0)
+    return max(old, newest) if newest is not None else old
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+class _Digest:
+    def __init__(self) -> None:
+        self.h = hashlib.sha256()
+        self.last_ts: float | None = None
+        self.last_id = ""
+        self.newest: float | None = None
+        self.ids: set[str] = set()
+        self.scanned = 0
+
+    def see(self, m: Message) -> None:
+        self.scanned += 1
+        self.h.update(f"{m.session_id}\x00{m.source_id}\x00{len(m.text)}\x00{m.status}\n".encode(
+            "utf-8", "replace"))
+        self.ids.add(f"{m.session_id}\x00{m.source_id}")
+        self.last_id = m.source_id
+        if m.ts is not None:
+            self.last_ts = m.ts
+            if self.newest is None or m.ts > self.newest:
+                self.newest = m.ts
+
+
+def _write(mem: Remem, res: SourceResult, turns: list[TurnIn]) -> None:
+    if not turns:
+        return
+    batch = mem.add_turns(turns)
+    c = batch.counts
+    res.counts["turns_added"] += c["added"]
+    res.counts["turns_updated"] += c["updated"]
+    res.counts["duplicates"] += c["duplicate"]
+    res.counts["skipped_oversize"] += c["skipped_oversize"]
+    res.counts["skipped_empty"] += c["skipped_empty"]
+
+
+def _import_unit(mem: Remem, source: Source, name: str, unit: Unit, ckpt: dict[str, Any] | None,
+                 res: SourceResult, owner: str, control: SyncControl,
+                 boundary: float | None) -> bool:
+    """Read and import one unit. Returns False when stopped midway."""
+    stats = ParseStats()
+    digest = _Digest()
+    asm = _Assembler(source.agent, owner, int(mem.config.get("ingest.max_tool_output")), True)
+
+    def stream() -> Iterator[Message]:
+        for m in source.read(unit, stats):
+            digest.see(m)
+            yield m
+
+    # pass 1 (cheap): was the unit's content already imported exactly like this?
+    pending: list[TurnIn] = []
+    stopped = False
+    try:
+        messages = list(stream()) if unit.size < 8 * 1024 * 1024 else None
+    except Exception as e:  # a parser bug must not abort the whole source
+        res.counts["failed"] += 1
+        res.errors.append(f"{unit.path}: {type(e).__name__}: {e}")
+        return True
+    if messages is not None and ckpt and ckpt.get("content_hash") == digest.h.hexdigest():
+        res.counts["messages_scanned"] += digest.scanned
+        res.counts["unique_messages"] += len(digest.ids)
+        _finish_unit(mem, name, unit, stats, digest, res)
+        return True
+    if messages is None:  # large unit: stream it, bounded memory
+        source_iter: Iterator[Message] = stream()
+    else:
+        source_iter = iter(messages)
+    try:
+        for i, m in enumerate(source_iter):
+            asm.feed(m)
+            if asm.result.turns:
+                pending.extend(_keep(asm.result.turns, name, boundary, res))
+                asm.result.turns.clear()
+            if len(pending) >= BATCH:
+                _write(mem, res, pending)
+                pending = []
+            if i % 2000 == 0 and control.checkpoint():
+                stopped = True
+                break
+        if not stopped:
+            done = asm.finish()
+            pending.extend(_keep(done.turns, name, boundary, res))
+            _write(mem, res, pending)
+    except Exception as e:
+        res.counts["failed"] += 1
+        res.errors.append(f"{unit.path}: {type(e).__name__}: {e}")
+        return True
+    res.counts["messages_scanned"] += digest.scanned
+    res.counts["unique_messages"] += len(digest.ids)
+    if stopped:
+        return False
+    res.counts["skipped_incomplete"] += asm.result.incomplete
+    _finish_unit(mem, name, unit, stats, digest, res)
+    return True
+
+
+def _keep(turns: list[TurnIn], name: str, boundary: float | None, res: SourceResult) -> list[TurnIn]:
+    out = []
+    for t in turns:
+        t.source_name = name
+        # discovered sources: only turns whose opening request is strictly newer than the boundary
+        if boundary is not None and (t.started_at is None or t.started_at <= boundary):
+            continue
+        if t.started_at is not None and (res.newest_start is None or t.started_at > res.newest_start):
+            res.newest_start = t.started_at
+        out.append(t)
+    return out
+
+
+def _finish_unit(mem: Remem, name: str, unit: Unit, stats: ParseStats, digest: _Digest,
+                 res: SourceResult) -> None:
+    if stats.bad:
+        res.counts["failed"] += stats.bad
+        for reason, n in stats.errors.items():
+            res.errors.append(f"{unit.path}: {reason} ×{n}")
+    if digest.newest is not None and (res.newest_ts is None or digest.newest > res.newest_ts):
+        res.newest_ts = digest.newest
+    # a unit with errors keeps no fingerprint, so the next sync reads it again
+    _save_checkpoint(mem, name, unit, fingerprint=not stats.bad, last_ts=digest.last_ts,
+                     last_id=digest.last_id, digest=digest.h.hexdigest())
+
+
+def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: list[Path] | None = None,
+                env: Mapping[str, str] | None = None, full: bool = False, control: SyncControl | None = None,
+                on_progress: ProgressFn | None = None, boundary_mode: bool = False,
+                limit_turns: int | None = None) -> SourceResult:
+    """Sync one source. ``roots`` overrides discovery (custom sources)."""
+    control = control or SyncControl()
+    env = os.environ if env is None else env
+    name = name or source.agent
+    res = SourceResult(source=name, agent=source.agent)
+    scan_start = time.time()
+    stats = ParseStats()
+    roots = roots if roots is not None else source.discover(env)
+    state = _load_state(mem, name, source.agent, str(roots[0]) if roots else "", source.format)
+    units: list[Unit] = []
+    for root in roots:
+        try:
+            units.extend(source.list_units(root, stats))
+        except Exception as e:
+            res.counts["failed"] += 1
+            res.errors.append(f"{root}: {type(e).__name__}: {e}")
+    for reason, n in stats.errors.items():
+        res.counts["failed"] += n
+        res.errors.append(f"{name}: {reason} ×{n}")
+    cursor = state.get("cursor")
+    boundary = state.get("boundary") if boundary_mode else None
+    ckpts = _checkpoints(mem, name)
+    owner = mem.owner_for(source.agent)
+    res.units_total = len(units)
+    emit = on_progress or (lambda _e: None)
+    emit({"event": "source_start", "source": name, "agent": source.agent, "units_total": len(units)})
+    for i, unit in enumerate(units, 1):
+        if control.checkpoint():
+            res.stopped = True
+            break
+        ck = ckpts.get(unit.key)
+        if not needs_read(unit, ck, full):
+            res.units_unchanged += 1
+        else:
+            res.units_read += 1
+            if not _import_unit(mem, source, name, unit, None if full else ck, res, owner, control, boundary):
+                res.stopped = True
+                break
+        if i % 5 == 0 or i == len(units):
+            emit({"event": "progress", "source": name, "units_done": i, "units_total": len(units),
+                  **res.counts})
+    clean = not res.stopped and res.counts["failed"] == 0 and res.counts["skipped_incomplete"] == 0
+    res.cursor = next_cursor(cursor, scan_start=scan_start, newest=res.newest_ts, clean=clean)
+    now = time.time()
+    with transaction(mem.db):
+        if boundary_mode and clean and res.newest_start is not None:
+            mem.db.execute("UPDATE sources SET boundary = max(coalesce(boundary, 0), ?) WHERE name = ?",
+                           (res.newest_start, name))
+        mem.db.execute("UPDATE sources SET cursor=?, baseline=coalesce(baseline, ?), last_scan_at=?, "
+                       "last_sync_at=CASE WHEN ? THEN ? ELSE last_sync_at END, last_result=? WHERE name=?",
+                       (res.cursor, scan_start, now, clean, now, json.dumps(res.to_dict()), name))
+    emit({"event": "source_done", **res.to_dict()})
+    return res
+
+
+@contextlib.contextmanager
+def sync_lock(mem: Remem) -> Iterator[None]:
+    path = mem.home / "sync.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SyncBusy("another sync is running for this remem home") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def run_sync(mem: Remem, agents: list[str] | None = None, *, full: bool = False,
+             control: SyncControl | None = None, on_progress: ProgressFn | None = None,
+             env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Sync the given agents (default: every detected source, built-in and discovered)."""
+    from .custom import custom_sources
+
+    env = os.environ if env is None else env
+    control = control or SyncControl()
+    wanted = [canonical_agent(a) for a in agents] if agents else None
+    plan: list[tuple[Source, str, list[Path] | None, bool]] = []
+    for agent, src in SOURCES.items():
+        if wanted is not None and agent not in wanted:
+            continue
+        roots = src.discover(env)
+        if roots:
+            plan.append((src, agent, None, False))
+    for name, src, roots in custom_sources(mem):
+        if wanted is None or src.agent in wanted or name in (agents or []):
+            plan.append((src, name, roots, True))
+    if wanted:
+        known = {p[1] for p in plan} | {p[0].agent for p in plan}
+        missing = [a for a in wanted if a not in known]
+    else:
+        missing = []
+    total = dict.fromkeys(COUNT_KEYS, 0)
+    per: list[dict[str, Any]] = []
+    errors: list[str] = [f"{a}: no history found on this machine" for a in missing]
+    t0 = time.time()
+    with sync_lock(mem):
+        for src, name, roots, custom in plan:
+            if control.stopped:
+                break
+            r = sync_source(mem, src, name=name, roots=roots, env=env, full=full, control=control,
+                            on_progress=on_progress, boundary_mode=custom)
+            per.append(r.to_dict())
+            for k in COUNT_KEYS:
+                total[k] += r.counts[k]
+            errors.extend(r.errors)
+    total["errors"] = errors[:100]  # type: ignore[assignment]
+    out = {"sources": per, "total": total, "stopped": control.stopped, "seconds": round(time.time() - t0, 3)}
+    if on_progress:
+        on_progress({"event": "done", **out})
+    return out
+
+
+def run_first_import(mem: Remem, name: str, source: Source, roots: list[Path], *,
+                     limit: int = 500) -> dict[str, Any]:
+    """A discovered source's first import: the most recent ``limit`` complete turns, then the
+    boundary (newest opening request seen) for later syncs."""
+    import heapq
+
+    res = SourceResult(source=name, agent=source.agent)
+    owner = mem.owner_for(source.agent)
+    best: list[tuple[float, int, TurnIn]] = []
+    newest: float | None = None
+    seq = 0
+    units: list[Unit] = []
+    stats = ParseStats()
+    for root in roots:
+        units.extend(source.list_units(root, stats))
+    with sync_lock(mem):
+        for unit in units:
+            ustats = ParseStats()
+            digest = _Digest()
+            asm = _Assembler(source.agent, owner, int(mem.config.get("ingest.max_tool_output")), True)
+            for m in source.read(unit, ustats):
+                digest.see(m)
+                asm.feed(m)
+            done = asm.finish()
+            res.counts["messages_scanned"] += digest.scanned
+            res.counts["unique_messages"] += len(digest.ids)
+            res.counts["skipped_incomplete"] += done.incomplete
+            for t in done.turns:
+                t.source_name = name
+                start = t.started_at or 0.0
+                newest = start if newest is None else max(newest, start)
+                seq += 1
+                item = (start, seq, t)
+                if len(best) < limit:
+                    heapq.heappush(best, item)
+                else:
+                    heapq.heappushpop(best, item)
+            _finish_unit(mem, name, unit, ustats, digest, res)
+        chosen = [t for _, _, t in sorted(best)]
+        for i in range(0, len(chosen), BATCH):
+            _write(mem, res, chosen[i : i + BATCH])
+        with transaction(mem.db):
+            mem.db.execute("UPDATE sources SET boundary=?, cursor=?, last_scan_at=?, last_sync_at=?, "
+                           "last_result=? WHERE name=?", (newest, res.newest_ts, time.time(), time.time(),
+                                                         json.dumps(res.to_dict()), name))
+    return res.to_dict()
+
+
+def detect_sources(mem: Remem, env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Sources found on this machine (built-in and discovered), with size, last sync and cursor.
+
+    Drafts (discovery not verified) are not listed. Nothing is written to any agent's files.
+    """
+    from .custom import custom_sources
+
+    env = os.environ if env is None else env
+    states = {r["name"]: dict(r) for r in mem.db.execute("SELECT * FROM sources")}
+    found: list[tuple[str, Source, list[Path]]] = []
+    for agent, src in SOURCES.items():
+        roots = src.discover(env)
+        if roots:
+            found.append((agent, src, roots))
+    found.extend(custom_sources(mem))
+    out = []
+    for name, src, roots in found:
+        stats = ParseStats()
+        units: list[Unit] = []
+        for root in roots:
+            with contextlib.suppress(Exception):
+                units.extend(src.list_units(root, stats))
+        st = states.get(name, {})
+        out.append({"name": name, "agent": src.agent, "format": src.format, "paths": [str(r) for r in roots],
+                    "units": len(units), "bytes": sum(u.size for u in units if u.path.is_file()),
+                    "last_sync_at": st.get("last_sync_at"), "last_scan_at": st.get("last_scan_at"),
+                    "cursor": st.get("cursor"), "custom": name.startswith("custom:")})
+    return out
