@@ -208,3 +208,13 @@ def test_streaming_a_50mb_jsonl_keeps_memory_bounded(tmp_path):
     assert len(res.turns) == n
     assert peak_read < size / 20, (peak_read, size)        # streaming: a few lines at a time
     assert peak_turns < size / 5, (peak_turns, size)       # only shortened turns are kept
+
+
+def test_transient_versus_permanent_errors():
+    s = ParseStats()
+    s.error("malformed json")
+    s.error("unknown record type: x")
+    assert s.bad == 2 and not s.transient
+    s.error("database locked")
+    assert s.transient
+    assert ParseStats(partial_tail=True).transient

@@ -202,3 +202,28 @@ def test_project_falls_back_to_later_cwd_and_model_to_user_model():
     msgs = [user("u", "q", 1, model="um"), asst("a", "r", 2, cwd="/later")]
     [t] = assemble_turns(msgs, agent="x").turns
     assert (t.project, t.model) == ("/later", "um")
+
+
+def test_barrier_prompt_closes_the_turn_and_its_exchange_is_dropped():
+    msgs = [user("u", "q", 1), asst("a", "answer", 2),
+            user("h", "Review the conversation above and…", 3, real=False, extra={"kind": "harness", "barrier": True}),
+            asst("h2", "(saved memories)", 4), user("u2", "q2", 5), asst("a2", "r2", 6)]
+    res = assemble_turns(msgs, agent="x")
+    assert [(t.request, t.reply, t.message_ids) for t in res.turns] == [
+        ("q", "answer", ["u", "a"]), ("q2", "r2", ["u2", "a2"])]
+
+
+def test_incremental_assembler_matches_the_function():
+    from remem.sources import TurnAssembler
+
+    msgs = [user("u1", "q1", 1), asst("a1", "r1", 2), user("u2", "q2", 3), asst("a2", "r2", 4), user("u3", "q3", 5)]
+    asm = TurnAssembler("x")
+    seen = []
+    for m in msgs:
+        asm.feed(m)
+        seen.extend(t.request for t in asm.result.turns)
+        asm.result.turns.clear()
+    res = asm.finish()
+    seen.extend(t.request for t in res.turns)
+    assert seen == ["q1", "q2"] and res.incomplete == 1
+    assert [t.request for t in assemble_turns(msgs, agent="x").turns] == seen

@@ -7,7 +7,8 @@ The sync engine uses this package through a small surface:
 * ``source.discover(env)`` → history roots; ``source.list_units(root, stats)`` → units with a
   stable ``key`` and a ``fingerprint`` (size, mtime); ``source.read(unit, stats)`` → a stream
   of :class:`~remem.model.Message`. :func:`scan` does discover + list for one source.
-* :func:`assemble_turns` turns one unit's messages into complete :class:`~remem.model.TurnIn`.
+* :func:`assemble_turns` turns one unit's messages into complete :class:`~remem.model.TurnIn`;
+  :class:`TurnAssembler` is the same, fed one message at a time.
 
 Parsers never raise on bad input; they count it in a :class:`ParseStats`.
 """
@@ -27,13 +28,13 @@ from .base import (
     scan,
 )
 from .jsonl_chat import JsonlChatSource, custom_source, register_custom
-from .turns import AssembleResult, assemble_turns
+from .turns import AssembleResult, TurnAssembler, assemble_turns
 
 for _src in (claude_code.SOURCE, codex.SOURCE, cursor.SOURCE, opencode.SOURCE, openclaw.SOURCE,
              hermes.SOURCE, gemini.SOURCE, jsonl_chat.WORKBUDDY, jsonl_chat.PI, jsonl_chat.QWENWORK):
     register_source(_src, replace=True)
 
 __all__ = [
-    "SOURCES", "AssembleResult", "JsonlChatSource", "ParseStats", "Source", "SourceSpec", "Unit",
+    "SOURCES", "AssembleResult", "JsonlChatSource", "ParseStats", "Source", "SourceSpec", "TurnAssembler", "Unit",
     "assemble_turns", "custom_source", "get_source", "read_all", "register_custom", "register_source", "scan",
 ]

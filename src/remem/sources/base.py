@@ -26,6 +26,9 @@ from remem.model import Message
 SQLITE_TIMEOUT = 1.0
 #: how many example error locations a ParseStats keeps (counts are always complete)
 MAX_SAMPLES = 20
+#: error reasons that may clear up by themselves (the agent holds a lock, a file is mid-rewrite)
+TRANSIENT_REASONS = frozenset({"database locked", "cannot open database", "unreadable file", "read error",
+                               "corrupt database", "database error"})
 
 
 # ----------------------------------------------------------------------------- value types
@@ -85,6 +88,15 @@ class ParseStats:
     @property
     def bad(self) -> int:
         return sum(self.errors.values())
+
+    @property
+    def transient(self) -> bool:
+        """True when a re-read may find more: a half-written tail or an error that can clear up.
+
+        Malformed lines, unknown record types and missing timestamps are permanent: reading
+        the same bytes again finds the same problems.
+        """
+        return self.partial_tail or any(r.split(":", 1)[0] in TRANSIENT_REASONS for r in self.errors)
 
     def merge(self, other: ParseStats) -> None:
         self.lines += other.lines
@@ -327,11 +339,8 @@ def db_error_reason(e: BaseException) -> str:
 
 
 def table_columns(con: sqlite3.Connection, table: str) -> set[str]:
-    """Column names of a table (empty when it does not exist)."""
-    try:
-        return {str(r[1]) for r in con.execute(f"PRAGMA table_info({table})")}
-    except sqlite3.Error:
-        return set()
+    """Column names of a table (empty when it does not exist; a locked database raises)."""
+    return {str(r[1]) for r in con.execute(f"PRAGMA table_info({table})")}
 
 
 def decode_value(value: Any) -> Any:

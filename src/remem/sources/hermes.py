@@ -252,6 +252,7 @@ def _message(r: dict[str, Any], root: str, members: Mapping[str, str], cwds: Map
         kind = harness_kind(m.text)
         if kind:
             m.extra["kind"] = kind
+            m.extra["barrier"] = True
         m.real_user = not kind and bool(m.text)
     return m
 

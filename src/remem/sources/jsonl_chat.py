@@ -168,6 +168,8 @@ class ChatLineParser:
             m.status = "cancelled"
         if kind:
             m.extra["kind"] = kind
+            if self.classify is not None and kind == self.classify(text):
+                m.extra["barrier"] = True       # the agent's own harness prompt: not part of a turn
         if not text and images:
             m.extra["kind"] = kind or "attachment"
             m.text = "\n".join(images)

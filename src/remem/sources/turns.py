@@ -6,6 +6,9 @@ A pure function of its inputs. Rules (see FORMATS.md, "Generic turn rule"):
 * A turn opens with a non-empty *real* user message (``Message.real_user``). Every other
   message until the next real user message joins it: tool calls, tool results, system
   records, injected or meta user records.
+* A user message marked ``extra["barrier"]`` (an agent's own harness prompt, e.g. Hermes'
+  background review) closes the open turn; what follows it until the next real prompt
+  belongs to no turn.
 * Sidechain (sub-agent) messages fold into the parent's currently open turn: their tool
   calls join the trajectory and their ids join ``message_ids``; their texts never become
   the reply. A session made only of sidechain messages (its parent transcript is gone) is
@@ -82,8 +85,16 @@ class _Session:
     ids: set[str] = field(default_factory=set)
 
 
-class _Assembler:
-    def __init__(self, agent: str, owner: str, max_tool_output: int, notes: bool) -> None:
+class TurnAssembler:
+    """Incremental form of :func:`assemble_turns` for callers that write turns as they close.
+
+    ``feed(message)`` one message at a time; closed turns accumulate in ``result.turns`` (a
+    caller may take and clear them between feeds); ``finish()`` closes every session's last
+    turn (emitting it only when complete) and returns the result with its counts.
+    """
+
+    def __init__(self, agent: str, owner: str = "default", max_tool_output: int = 2000,
+                 notes: bool = True) -> None:
         self.agent = agent
         self.owner = owner
         self.max_out = max_tool_output
@@ -110,6 +121,9 @@ class _Assembler:
         if not m.sidechain:
             sess.seen_main = True
 
+        if not side and m.role == "user" and m.extra.get("barrier"):
+            self._close(m.session_id, sess, final=False)     # harness prompt: its exchange is no turn
+            return
         if not side and m.role == "user" and m.real_user:
             request = m.text.strip()
             if not request:
@@ -220,7 +234,10 @@ def assemble_turns(messages: Iterable[Message], *, agent: str, owner: str = "def
     ``messages`` may be a generator (it is consumed once, memory is bounded by the open
     turns). ``source_key`` = ``f"{agent}:{session_id}:{source_id of the opening message}"``.
     """
-    asm = _Assembler(agent, owner, max_tool_output, notes)
+    asm = TurnAssembler(agent, owner, max_tool_output, notes)
     for m in messages:
         asm.feed(m)
     return asm.finish()
+
+
+_Assembler = TurnAssembler   # the name the sync engine first imported
