@@ -110,12 +110,13 @@ class Remem:
         return Scope.of(owners, agent=agent, project=project)
 
     # -- writes ----------------------------------------------------------------------------
-    def add_turns(self, turns: list[TurnIn], *, live: bool = False) -> BatchResult:
+    def add_turns(self, turns: list[TurnIn], *, live: bool = False, defer_index: bool = False) -> BatchResult:
         if self.readonly:
             raise StoreError("this remem handle is read-only")
         try:
             return persist(self.db, turns, max_bytes=int(self.config.get("ingest.max_turn_bytes")),
-                           max_tool_output=int(self.config.get("ingest.max_tool_output")), live=live)
+                           max_tool_output=int(self.config.get("ingest.max_tool_output")), live=live,
+                           defer_index=defer_index)
         except sqlite3.Error as e:
             raise explain_error(e, self.config.db_path) from None
 

@@ -120,7 +120,8 @@ def prepare(turn: TurnIn, *, max_bytes: int = MAX_TURN_BYTES, max_tool_output: i
 
 
 def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX_TURN_BYTES,
-            max_tool_output: int = 2000, live: bool = False, audit: bool = True) -> BatchResult:
+            max_tool_output: int = 2000, live: bool = False, audit: bool = True,
+            defer_index: bool = False) -> BatchResult:
     """Write ``turns`` in one transaction (all or nothing) and queue embedding for new content."""
     prepared = [prepare(t, max_bytes=max_bytes, max_tool_output=max_tool_output, live=live) for t in turns]
     out = BatchResult()
@@ -139,7 +140,7 @@ def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX
                 changed = True
                 touched.append(tid)
         if changed:
-            if len(touched) <= INLINE_TRIGRAM:
+            if len(touched) <= INLINE_TRIGRAM and not defer_index:
                 marks = ",".join("?" * len(touched))
                 index_trigram(db, rowids=[r[0] for r in db.execute(
                     f"SELECT rowid FROM turns WHERE id IN ({marks})", touched)])

@@ -182,7 +182,7 @@ class _Digest:
 def _write(mem: Remem, res: SourceResult, turns: list[TurnIn]) -> None:
     if not turns:
         return
-    batch = mem.add_turns(turns)
+    batch = mem.add_turns(turns, defer_index=True)
     c = batch.counts
     res.counts["turns_added"] += c["added"]
     res.counts["turns_updated"] += c["updated"]

@@ -55,13 +55,13 @@ def _find_existing(db: sqlite3.Connection, row: TurnRow) -> sqlite3.Row | None:
         return got
     if row.message_ids and row.source_name:
         # a message already belongs to a turn of this owner: same turn, re-assembled
-        for mid in row.message_ids[:8]:
-            hit = db.execute(
-                "SELECT t.rowid, t.id, t.content_hash, t.source_key FROM messages m JOIN turns t ON t.id = m.turn_id "
-                "WHERE m.source = ? AND m.source_msg_id = ? AND t.owner = ?",
-                (row.source_name, mid, row.owner)).fetchone()
-            if hit:
-                return hit
+        ids = row.message_ids[:16]
+        hit = db.execute(
+            "SELECT t.rowid, t.id, t.content_hash, t.source_key FROM messages m JOIN turns t ON t.id = m.turn_id "
+            f"WHERE m.source = ? AND m.source_msg_id IN ({','.join('?' * len(ids))}) AND t.owner = ? LIMIT 1",
+            (row.source_name, *ids, row.owner)).fetchone()
+        if hit:
+            return hit
     if row.session_id and row.request_hash:
         # a live capture and an import of the same prompt in the same session are one turn
         for hit in db.execute(
