@@ -172,6 +172,15 @@ def test_bad_input_counted_rest_imported(mem):
     assert res["turns_added"] == 2
     assert res["failed"] >= 2 and res["errors"]
     assert res["cursor"] is None
+    # the half-written last line may still complete: that file is read again, nothing is duplicated
+    again = run_sync(mem, ["claude-code"])["sources"][0]
+    assert again["units_read"] == 1 and again["turns_added"] == 0
+    # once the file is complete, permanent problems are not re-read forever and the cursor moves
+    with (d / "bad.jsonl").open("ab") as fh:
+        fh.write(b'": 1}\n')
+    run_sync(mem, ["claude-code"])
+    final = run_sync(mem, ["claude-code"])["sources"][0]
+    assert final["units_read"] == 0 and final["failed"] == 0 and final["cursor"] is not None
 
 
 def test_locked_sqlite_source_is_reported(mem):

@@ -31,7 +31,7 @@ from ..agents import canonical_agent
 from ..model import Message, TurnIn
 from ..store.db import transaction
 from .base import SOURCES, ParseStats, Source, Unit
-from .turns import _Assembler
+from .turns import TurnAssembler as _Assembler
 
 if TYPE_CHECKING:
     from ..core import Remem
@@ -272,8 +272,9 @@ def _finish_unit(mem: Remem, name: str, unit: Unit, stats: ParseStats, digest: _
             res.errors.append(f"{unit.path}: {reason} ×{n}")
     if digest.newest is not None and (res.newest_ts is None or digest.newest > res.newest_ts):
         res.newest_ts = digest.newest
-    # a unit with errors keeps no fingerprint, so the next sync reads it again
-    _save_checkpoint(mem, name, unit, fingerprint=not stats.bad, last_ts=digest.last_ts,
+    # a unit whose read may find more next time (half-written line, locked or unreadable file) keeps
+    # no fingerprint, so the next sync reads it again; permanent problems are reported once per change
+    _save_checkpoint(mem, name, unit, fingerprint=not stats.transient, last_ts=digest.last_ts,
                      last_id=digest.last_id, digest=digest.h.hexdigest())
 
 
