@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import sqlite3
@@ -96,7 +97,7 @@ class Remem:
                 return f"agent:{canonical_agent(agent)}"
         return str(self.config.get("owner"))
 
-    def scope(self, owner: str | list[str] | None = None, agent: str | None = None,
+    def scope(self, owner: str | builtins.list[str] | None = None, agent: str | None = None,
               project: str | None = None, *, as_agent: str | None = None) -> Scope:
         """The read scope. ``agent`` filters rows by agent label; ``as_agent`` reads as that agent
         (its isolated owner plus any extra ``read_owners`` from config)."""
@@ -110,7 +111,7 @@ class Remem:
         return Scope.of(owners, agent=agent, project=project)
 
     # -- writes ----------------------------------------------------------------------------
-    def add_turns(self, turns: list[TurnIn], *, live: bool = False, defer_index: bool = False) -> BatchResult:
+    def add_turns(self, turns: builtins.list[TurnIn], *, live: bool = False, defer_index: bool = False) -> BatchResult:
         if self.readonly:
             raise StoreError("this remem handle is read-only")
         try:
@@ -121,8 +122,8 @@ class Remem:
             raise explain_error(e, self.config.db_path) from None
 
     def add(self, text: str, *, owner: str | None = None, agent: str = "cli", project: str = "",
-            session: str = "", reply: str = "", actions: list[ToolCall] | None = None,
-            status: str = "succeeded", source_key: str = "", tags: list[str] | None = None,
+            session: str = "", reply: str = "", actions: builtins.list[ToolCall] | None = None,
+            status: str = "succeeded", source_key: str = "", tags: builtins.list[str] | None = None,
             importance: float = 0.5, ts: float | None = None) -> WriteResult:
         """Store one memory (a note, or a request with its reply). Validates like a person typed it."""
         check_user_text(text)
@@ -136,20 +137,20 @@ class Remem:
         return self.add_turns([turn]).results[0]
 
     # -- reads -----------------------------------------------------------------------------
-    def get(self, memory_id: str, *, owner: str | list[str] | None = None,
+    def get(self, memory_id: str, *, owner: str | builtins.list[str] | None = None,
             scope: Scope | None = None) -> dict[str, Any] | None:
         sc = scope or self.scope(owner)
         return turnrepo.get(self.db, sc, memory_id)
 
-    def search(self, query: str, *, owner: str | list[str] | None = None, agent: str | None = None,
+    def search(self, query: str, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                project: str | None = None, k: int = 10, scope: Scope | None = None,
-               explain: bool = False) -> list[dict[str, Any]]:
+               explain: bool = False) -> builtins.list[dict[str, Any]]:
         from .recall import search as recall_search
 
         sc = scope or self.scope(owner, agent=agent, project=project)
         return recall_search.search(self, query, sc, k=k, explain=explain)
 
-    def turn_start(self, prompt: str, *, owner: str | list[str] | None = None, agent: str | None = None,
+    def turn_start(self, prompt: str, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                    project: str | None = None, budget: int | None = None,
                    scope: Scope | None = None) -> dict[str, Any]:
         """The packet an agent receives before it answers ``prompt``: {"text", "items", ...}."""
@@ -159,18 +160,18 @@ class Remem:
         return entry.turn_start(self, prompt, sc, project=project,
                                 budget=int(budget or self.config.get("recall.token_budget")))
 
-    def timeline(self, session_id: str, *, owner: str | list[str] | None = None,
-                 limit: int = 500) -> list[dict[str, Any]]:
+    def timeline(self, session_id: str, *, owner: str | builtins.list[str] | None = None,
+                 limit: int = 500) -> builtins.list[dict[str, Any]]:
         return turnrepo.list_turns(self.db, self.scope(owner), session_id=session_id, limit=limit, order="asc")
 
-    def list(self, *, owner: str | list[str] | None = None, agent: str | None = None,
+    def list(self, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
              project: str | None = None, since: float | None = None, until: float | None = None,
-             kind: str | None = None, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+             kind: str | None = None, limit: int = 50, offset: int = 0) -> builtins.list[dict[str, Any]]:
         return turnrepo.list_turns(self.db, self.scope(owner, agent=agent, project=project), since=since,
                                    until=until, kind=kind, limit=limit, offset=offset)
 
-    def forget(self, *, ids: list[str] | None = None, session: str | None = None,
-               source: str | None = None, owner: str | list[str] | None = None) -> list[str]:
+    def forget(self, *, ids: builtins.list[str] | None = None, session: str | None = None,
+               source: str | None = None, owner: str | builtins.list[str] | None = None) -> builtins.list[str]:
         """Delete memories by id, by session or by source, with everything derived from them."""
         sc = self.scope(owner)
         with transaction(self.db):
@@ -182,7 +183,7 @@ class Remem:
                      json.dumps({"count": len(gone)})))
         return gone
 
-    def stats(self, *, owner: str | list[str] | None = None) -> dict[str, Any]:
+    def stats(self, *, owner: str | builtins.list[str] | None = None) -> dict[str, Any]:
         sc = self.scope(owner)
         out = turnrepo.counts(self.db, sc)
         where, params = sc.sql()
@@ -240,7 +241,7 @@ class Remem:
         return run_pending(self.db, emb, batch_size=int(self.config.get("embedding.batch_size")), limit=limit)
 
     # -- export / import -------------------------------------------------------------------
-    def export_jsonl(self, out: IO[str], *, owner: str | list[str] | None = None) -> int:
+    def export_jsonl(self, out: IO[str], *, owner: str | builtins.list[str] | None = None) -> int:
         sc = self.scope(owner)
         n = 0
         offset = 0
@@ -268,7 +269,7 @@ class Remem:
         """Import an export. Records keep their ids and times; importing twice adds nothing."""
         counts = {"added": 0, "updated": 0, "duplicate": 0, "skipped_oversize": 0, "skipped_empty": 0,
                   "invalid": 0}
-        batch: list[dict[str, Any]] = []
+        batch: builtins.list[dict[str, Any]] = []
         for lineno, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
@@ -286,7 +287,7 @@ class Remem:
             self._import_batch(batch, owner, counts)
         return counts
 
-    def _import_batch(self, recs: list[dict[str, Any]], owner: str | None, counts: dict[str, int]) -> None:
+    def _import_batch(self, recs: builtins.list[dict[str, Any]], owner: str | None, counts: dict[str, int]) -> None:
         db = self.db
         with transaction(db):
             for rec in recs:

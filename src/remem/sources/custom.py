@@ -207,10 +207,11 @@ def add_custom_source(mem: Remem, name: str, paths: list[str] | None = None, *,
         return {"name": name, "source": sname, "status": "no_history", "steps": steps,
                 "hint": "give the absolute path of its history files with --path"}
     steps.append(f"history: {files} chat files under {', '.join(map(str, roots))}")
-    rules = {"roots": [str(r) for r in roots], "pattern": "**/*.jsonl", "format": "chat-jsonl",
+    root_strs = [str(r) for r in roots]
+    rules: dict[str, Any] = {"roots": root_strs, "pattern": "**/*.jsonl", "format": "chat-jsonl",
              "evidence": evidence, "discovered_at": time.time()}
     _save(mem, sname, agent, "active", rules)
     emit({"event": "discover", "step": "import", "name": name})
-    result = run_first_import(mem, sname, JsonlChatSource(agent, tuple(rules["roots"]), rules["pattern"]),
+    result = run_first_import(mem, sname, JsonlChatSource(agent, tuple(root_strs), "**/*.jsonl"),
                               roots, limit=FIRST_IMPORT_TURNS)
     return {"name": name, "source": sname, "status": "imported", "steps": steps, "result": result}

@@ -289,10 +289,10 @@ def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: l
     res = SourceResult(source=name, agent=source.agent)
     scan_start = time.time()
     stats = ParseStats()
-    roots = roots if roots is not None else source.discover(env)
-    state = _load_state(mem, name, source.agent, str(roots[0]) if roots else "", source.format)
+    found: list[Path] = roots if roots is not None else source.discover(env)
+    state = _load_state(mem, name, source.agent, str(found[0]) if found else "", source.format)
     units: list[Unit] = []
-    for root in roots:
+    for root in found:
         try:
             units.extend(source.list_units(root, stats))
         except Exception as e:
@@ -380,10 +380,10 @@ def run_sync(mem: Remem, agents: list[str] | None = None, *, full: bool = False,
     errors: list[str] = [f"{a}: no history found on this machine" for a in missing]
     t0 = time.time()
     with sync_lock(mem):
-        for src, name, roots, custom in plan:
+        for src, name, given, custom in plan:
             if control.stopped:
                 break
-            r = sync_source(mem, src, name=name, roots=roots, env=env, full=full, control=control,
+            r = sync_source(mem, src, name=name, roots=given, env=env, full=full, control=control,
                             on_progress=on_progress, boundary_mode=custom)
             per.append(r.to_dict())
             for k in COUNT_KEYS:
