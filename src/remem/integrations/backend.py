@@ -1,0 +1,171 @@
+"""Where the hook gets memories from and writes turns to: the daemon, else SQLite directly.
+
+``Backend`` tries the daemon over HTTP first (it has the embedder loaded, so its recall is
+hybrid) and falls back to the core library on the same database (lexical recall only, no numpy,
+no model) when the daemon is down, slow, or lacks the endpoint. Either way a captured turn goes
+through ``Remem.add_turns(..., live=True)``, so a later history import of the same session
+meets it instead of duplicating it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import config as configmod
+from ..model import ToolCall, TurnIn
+from .client import DaemonClient, DaemonUnavailable
+
+if TYPE_CHECKING:
+    from ..core import Remem
+
+# REST paths on the daemon (server/routes owns them; a 404 simply means "use the fallback")
+ENDPOINTS = {
+    "recall": "/api/v1/recall/turn-start",     # {prompt, agent, project} -> packet {text, items}
+    "capture": "/api/v1/turns",                # {turns: [...], live: true} -> {results: [...]}
+    "search": "/api/v1/memories/search",       # ?q=&k=&project=&agent= -> {results: [...]}
+}
+
+DEFAULT_TIMEOUT = 8.0      # seconds per daemon request; far inside every agent's 60 s hook limit
+MAX_TIMEOUT = 45.0         # the issue's hard ceiling for one memory request
+
+
+def hook_timeout(cfg: configmod.Config, env: dict[str, str] | None = None) -> float:
+    env = dict(os.environ) if env is None else env
+    raw: Any = env.get("REMEM_HOOK_TIMEOUT") or (cfg.values.get("hooks") or {}).get("timeout") or DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = DEFAULT_TIMEOUT
+    return max(0.05, min(MAX_TIMEOUT, value))
+
+
+def turn_to_dict(t: TurnIn) -> dict[str, Any]:
+    return {"request": t.request, "reply": t.reply, "actions": [a.to_dict() for a in t.actions],
+            "owner": t.owner, "agent": t.agent, "project": t.project, "session_id": t.session_id,
+            "source_key": t.source_key, "status": t.status, "started_at": t.started_at,
+            "ended_at": t.ended_at, "model": t.model, "tags": t.tags}
+
+
+class Backend:
+    def __init__(self, home: str | os.PathLike[str] | None = None, *, env: dict[str, str] | None = None,
+                 use_daemon: bool = True) -> None:
+        self.env = dict(os.environ) if env is None else env
+        self.config = configmod.load(home, self.env)
+        self.home = self.config.home
+        self.timeout = hook_timeout(self.config, self.env)
+        self.use_daemon = use_daemon and self.env.get("REMEM_HOOK_DAEMON", "1") not in ("0", "false", "no")
+        self._mem: Remem | None = None
+        self._client: DaemonClient | None = None
+        self.via = ""          # "daemon" or "local": what served the last call (for logs and tests)
+
+    # -- the two routes ------------------------------------------------------------------
+    @property
+    def client(self) -> DaemonClient | None:
+        if not self.use_daemon:
+            return None
+        if self._client is None:
+            token_path = self.config.token_path
+            try:
+                token = token_path.read_text(encoding="utf-8").strip()
+            except OSError:
+                return None     # no token: no daemon was ever started for this home
+            self._client = DaemonClient(str(self.config.get("server.host")), int(self.config.get("server.port")),
+                                        token, timeout=self.timeout, breaker=self.home / "hooks" / "daemon.down")
+        return self._client
+
+    @property
+    def mem(self) -> Remem:
+        if self._mem is None:
+            from ..core import Remem
+
+            # lexical only in the hook process: never load the embedding model here
+            env = dict(self.env)
+            env["REMEM_EMBEDDING_ENABLED"] = "false"
+            self._mem = Remem(self.home, env=env)
+        return self._mem
+
+    def close(self) -> None:
+        if self._mem is not None:
+            self._mem.close()
+
+    def _daemon(self, method: str, key: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
+        c = self.client
+        if c is None:
+            raise DaemonUnavailable("daemon disabled")
+        got = c.request(method, ENDPOINTS[key], body, params=params)
+        self.via = "daemon"
+        return got
+
+    def owner_for(self, agent: str) -> str:
+        s = self.config.agent_settings(agent)
+        if s.get("owner"):
+            return str(s["owner"])
+        if s.get("isolated"):
+            return f"agent:{agent}"
+        return str(self.config.get("owner"))
+
+    # -- operations ----------------------------------------------------------------------
+    def recall(self, prompt: str, *, agent: str, project: str, session_id: str = "") -> dict[str, Any]:
+        """The turn-start packet: {"text": str, "items": [...]} ("" text when nothing fits)."""
+        try:
+            got = self._daemon("POST", "recall", {"prompt": prompt, "agent": agent, "project": project,
+                                                  "session_id": session_id})
+            if isinstance(got, dict) and isinstance(got.get("text"), str):
+                return got
+        except DaemonUnavailable:
+            pass
+        self.via = "local"
+        return self.mem.turn_start(prompt, agent=agent, project=project or None)
+
+    def capture(self, turns: list[TurnIn]) -> list[dict[str, Any]]:
+        if not turns:
+            return []
+        try:
+            got = self._daemon("POST", "capture", {"live": True, "turns": [turn_to_dict(t) for t in turns]})
+            if isinstance(got, dict) and isinstance(got.get("results"), list):
+                return got["results"]
+        except DaemonUnavailable:
+            pass
+        self.via = "local"
+        res = self.mem.add_turns(turns, live=True)
+        return [r.to_dict() for r in res.results]
+
+    def search(self, query: str, *, k: int = 5, project: str | None = None, agent: str | None = None
+               ) -> list[dict[str, Any]]:
+        try:
+            got = self._daemon("GET", "search", params={"q": query, "k": k, "project": project, "agent": agent})
+            items = got.get("results", got.get("items")) if isinstance(got, dict) else got
+            if isinstance(items, list):
+                return items
+        except DaemonUnavailable:
+            pass
+        self.via = "local"
+        return self.mem.search(query, k=k, project=project, agent=agent)
+
+    def get(self, memory_id: str) -> dict[str, Any] | None:
+        self.via = "local"     # exact reads are cheap and consistent straight from SQLite (WAL)
+        return self.mem.get(memory_id)
+
+    def timeline(self, session_id: str, limit: int = 200) -> list[dict[str, Any]]:
+        self.via = "local"
+        return self.mem.timeline(session_id, limit=limit)
+
+    def recent(self, project: str, limit: int = 5) -> list[dict[str, Any]]:
+        self.via = "local"
+        return self.mem.list(project=project or None, limit=limit)
+
+    def add(self, text: str, *, agent: str, project: str = "", session: str = "",
+            tags: list[str] | None = None) -> dict[str, Any]:
+        """A note the agent chose to remember (the ``remem_memory_add`` tool)."""
+        self.via = "local"
+        return self.mem.add(text, agent=agent, project=project, session=session,
+                            tags=tags or ["note"]).to_dict()
+
+def tool_dicts(tools: list[ToolCall]) -> list[dict[str, Any]]:
+    return [t.to_dict() for t in tools]
+
+
+def home_of(home: str | os.PathLike[str] | None) -> Path:
+    return configmod.home_dir(home)

@@ -1,0 +1,304 @@
+"""The hook runtime: one agent hook call in, the agent's protocol answer out.
+
+``run(agent, event, stdin)`` normalises the payload (events.py), does the work for its kind —
+recall and open the turn at turn start, record tools, complete and store the turn at turn end —
+through the daemon or the SQLite fallback (backend.py), and answers in the agent's protocol
+(protocol.py). It is fail-open: any error is logged to ``REMEM_HOME/logs/hooks.log`` and the
+call returns nothing to print, so the agent carries on untouched. A hard deadline (SIGALRM)
+bounds the whole call even if SQLite stays locked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..agents import canonical_agent
+from ..model import ToolCall, TurnIn
+from . import log, protocol, render, resume, state, transcript
+from .backend import Backend
+from .events import Event, normalize
+
+REPAIR_AFTER = 2           # consecutive failures of one tool before the repair recall runs
+DIGEST_ITEMS = 5           # turns listed in the session-start project digest
+SESSION_CONTEXT_AGENTS = ("claude-code", "codex")   # Gemini prepends it to the prompt: skip there
+
+
+class Deadline(Exception):
+    """The whole hook call ran out of time."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Raise :class:`Deadline` after ``seconds`` (main thread on POSIX; else no limit)."""
+    if not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def _fire(signum: int, frame: Any) -> None:
+        raise Deadline(f"hook exceeded its {seconds:g}s budget")
+
+    try:
+        old = signal.signal(signal.SIGALRM, _fire)
+    except ValueError:      # not the main thread
+        yield
+        return
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def run(agent: str, event: str, data: bytes, *, home: str | os.PathLike[str] | None = None,
+        env: dict[str, str] | None = None) -> str:
+    """Handle one hook call; returns what to print on stdout ("" for nothing). Never raises."""
+    t0 = time.perf_counter()
+    env = dict(os.environ) if env is None else env
+    from .. import config as configmod
+
+    home_path = configmod.home_dir(home) if home is not None else Path(env.get("REMEM_HOME") or
+                                                                           Path.home() / ".remem")
+    backend: Backend | None = None
+    ev: Event | None = None
+    try:
+        agent = canonical_agent(agent)
+        payload = _parse(data, home_path, agent, event)
+        ev = normalize(agent, event, payload)
+        if ev.kind == "ignore":
+            return ""
+        backend = Backend(home_path, env=env)
+        budget = min(55.0, backend.timeout * 2 + 10.0)
+        with deadline(budget):
+            out = Handler(backend, ev).handle()
+        log.write(home_path, "info", f"{agent} {event} kind={ev.kind} via={backend.via or '-'} "
+                  f"ms={1000 * (time.perf_counter() - t0):.0f} out={len(out)}")
+        return out
+    except BaseException as e:  # noqa: BLE001 - fail open, whatever happened
+        if isinstance(e, KeyboardInterrupt):
+            return ""
+        log.write(home_path, "error", f"{agent} {event}: {type(e).__name__}: {e}", exc=e)
+        return _fallback_answer(ev)
+    finally:
+        if backend is not None:
+            with contextlib.suppress(Exception):
+                backend.close()
+
+
+def _parse(data: bytes, home: Path, agent: str, event: str) -> Any:
+    if not data or not data.strip():
+        return {}
+    try:
+        return json.loads(data.decode("utf-8", "replace"))
+    except ValueError:
+        log.write(home, "warn", f"{agent} {event}: stdin is not JSON ({len(data)} bytes); ignored")
+        return {}
+
+
+def _fallback_answer(ev: Event | None) -> str:
+    # Cursor's prompt hook expects an answer even when remem failed: let the prompt through
+    if ev is not None and ev.agent == "cursor" and ev.kind == "turn_start":
+        return json.dumps({"continue": True})
+    return ""
+
+
+def turn_key(ev: Event, prompt: str, started: float) -> str:
+    if ev.turn_id:
+        return ev.turn_id
+    return hashlib.sha256(f"{prompt}\0{started:.3f}".encode("utf-8", "replace")).hexdigest()[:16]
+
+
+class Handler:
+    def __init__(self, backend: Backend, ev: Event) -> None:
+        self.b = backend
+        self.ev = ev
+        self.home = backend.home
+        self.owner = backend.owner_for(ev.agent)
+
+    def handle(self) -> str:
+        fn = getattr(self, f"on_{self.ev.kind}", None)
+        return fn() if fn else ""
+
+    def state(self) -> contextlib.AbstractContextManager[dict[str, Any]]:
+        return state.session_state(self.home, self.ev.agent, self.ev.session_id)
+
+    def answer(self, text: str, **extra: Any) -> str:
+        return protocol.answer(self.ev, text, extra=extra or None)
+
+    # -- session -------------------------------------------------------------------------
+    def on_session_start(self) -> str:
+        with self.state() as st:
+            self._close_open_turn(st, "cancelled")
+        if os.getpid() % 20 == 0:
+            state.prune(self.home)
+        if self.ev.agent not in SESSION_CONTEXT_AGENTS or not self.ev.cwd:
+            return ""
+        if not (self.b.config.values.get("hooks") or {}).get("session_digest", True):
+            return ""
+        items = [t for t in self.b.recent(self.ev.cwd, limit=DIGEST_ITEMS + 1)
+                 if t.get("session_id") != self.ev.session_id][:DIGEST_ITEMS]
+        return self.answer(render.session_digest(items, self.ev.cwd))
+
+    def on_session_end(self) -> str:
+        with self.state() as st:
+            self._close_open_turn(st, "cancelled")
+            st.clear()
+        with contextlib.suppress(OSError):
+            state.state_path(self.home, self.ev.agent, self.ev.session_id).unlink()
+        return ""
+
+    def on_compact(self) -> str:
+        return ""
+
+    # -- turn ----------------------------------------------------------------------------
+    def on_turn_start(self) -> str:
+        ev = self.ev
+        if not ev.prompt:
+            return self.answer("")
+        now = time.time()
+        with self.state() as st:
+            self._close_open_turn(st, "cancelled")
+            action = resume.parse(ev.prompt, st, now)
+            if action is not None:
+                st["pending"] = {"skip": True, "started_at": now}
+                text = resume.handle(self.b, action, st, ev.cwd, now)
+                # Cursor cannot add context: show the list to the user; a pick goes through the skill
+                return self.answer(text, show_user=True)
+            st.pop("resume", None)
+            st["pending"] = {"prompt": ev.prompt, "started_at": now, "key": turn_key(ev, ev.prompt, now),
+                             "offset": transcript.size_of(ev.transcript_path),
+                             "transcript_path": ev.transcript_path, "cwd": ev.cwd, "model": ev.model}
+            st["tools"] = []
+            st["fails"] = {}
+            st.pop("reply", None)
+            pending = dict(st["pending"])
+        packet = self.b.recall(ev.prompt, agent=ev.agent, project=ev.cwd, session_id=ev.session_id)
+        # store the request now, so a turn the agent never finishes is not lost
+        self.b.capture([self._turn(pending, reply="", tools=[], status="cancelled", open_=True)])
+        return self.answer(render.with_request(str(packet.get("text") or ""), ev.prompt))
+
+    def on_response(self) -> str:
+        if self.ev.reply:
+            with self.state() as st:
+                st["reply"] = self.ev.reply
+        return ""
+
+    def on_tool_before(self) -> str:
+        return ""
+
+    def on_tool_after(self) -> str:
+        tool = self.ev.tool
+        if tool is None:
+            return ""
+        with self.state() as st:
+            state.add_tool(st, tool.to_dict())
+            fails: dict[str, int] = st.setdefault("fails", {})
+            fails[tool.name] = fails.get(tool.name, 0) + 1 if tool.is_error else 0
+            streak = fails[tool.name]
+            repaired: dict[str, int] = st.setdefault("repaired", {})
+            due = tool.is_error and streak >= REPAIR_AFTER and repaired.get(tool.name, 0) < streak - 1
+            if due:
+                repaired[tool.name] = streak
+        if not due:
+            return ""
+        return self.answer(self._repair(tool))
+
+    def _repair(self, tool: ToolCall) -> str:
+        from ..ingest.signatures import error_signatures
+
+        sigs = error_signatures(tool.output)
+        query = " ".join([tool.name, *sigs]) if sigs else f"{tool.name} {render.first_line(tool.output, 200)}"
+        items = [it for it in self.b.search(query, k=4)
+                 if it.get("session_id") != self.ev.session_id][:3]
+        return render.repair_note(tool.name, sigs[0] if sigs else tool.output, items)
+
+    def on_turn_end(self) -> str:
+        ev = self.ev
+        with self.state() as st:
+            pending = st.pop("pending", None)
+            if pending is None and ev.raw.get("stop_hook_active") and st.get("last"):
+                pending = dict(st["last"])          # Claude continued after another Stop hook: same turn
+            if pending is not None and pending.get("skip"):
+                st.pop("tools", None)
+                return ""
+            pending = pending or {}
+            prompt = ev.prompt or pending.get("prompt", "")
+            if not prompt:
+                self._note("turn end without a prompt (no turn start seen); nothing stored")
+                return ""
+            path = ev.transcript_path or pending.get("transcript_path", "")
+            delta = transcript.read_delta(path, int(pending.get("offset", 0))) if path else transcript.Delta()
+            hooked = [ToolCall.from_dict(t) for t in st.get("tools") or []]
+            tools = ev.tools or delta.tools or hooked
+            reply = ev.reply or st.get("reply") or delta.reply
+            status = ev.status or delta.status or "succeeded"
+            started = float(pending.get("started_at") or time.time())
+            pending.setdefault("key", turn_key(ev, prompt, started))
+            pending.setdefault("started_at", started)
+            pending["prompt"] = prompt
+            pending.setdefault("cwd", ev.cwd)
+            pending["model"] = ev.model or pending.get("model") or delta.model
+            st["last"] = {k: pending[k] for k in ("prompt", "started_at", "key", "cwd", "model") if k in pending}
+            st["last"]["offset"] = pending.get("offset", 0)
+            if path:
+                st["offset"] = delta.offset
+            for k in ("tools", "fails", "repaired", "reply"):
+                st.pop(k, None)
+        self.b.capture([self._turn(pending, reply=reply, tools=tools, status=status)])
+        return ""
+
+    # -- plugin operations (OpenCode / OpenClaw / Hermes tools) ---------------------------
+    def on_op(self) -> str:
+        a = self.ev.args
+        op = self.ev.op
+        if op == "search":
+            items = self.b.search(str(a.get("query") or ""), k=int(a.get("k") or 5),
+                                  project=a.get("project") or None)
+            return self.answer("", results=items)
+        if op == "get":
+            return self.answer("", memory=self.b.get(str(a.get("id") or "")))
+        if op == "add":
+            res = self.b.add(str(a.get("text") or ""), agent=self.ev.agent, project=self.ev.cwd,
+                             session=self.ev.session_id)
+            return self.answer("", result=res)
+        if op == "resume":
+            with self.state() as st:
+                action = resume.parse(f"/remem-resume {a.get('query') or ''}", st)
+                text = resume.handle(self.b, action or ("query", ""), st, self.ev.cwd)
+            return self.answer("", context=text)
+        return self.answer("", error=f"unknown operation {op!r}")
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _turn(self, pending: dict[str, Any], *, reply: str, tools: list[ToolCall], status: str,
+              open_: bool = False) -> TurnIn:
+        ev = self.ev
+        started = float(pending.get("started_at") or time.time())
+        return TurnIn(
+            request=str(pending.get("prompt", "")), reply=reply, actions=tools, owner=self.owner,
+            agent=ev.agent, project=str(pending.get("cwd") or ev.cwd), session_id=ev.session_id,
+            source_key=f"{ev.agent}:{ev.session_id}:{pending.get('key')}", status=status,
+            started_at=started, ended_at=None if open_ else time.time(), model=str(pending.get("model") or ""),
+            tags=["live", "open"] if open_ else ["live"])
+
+    def _close_open_turn(self, st: dict[str, Any], status: str) -> None:
+        """A turn whose end never arrived (agent killed, Stop hook skipped): store what we have."""
+        pending = st.pop("pending", None)
+        if not pending or pending.get("skip") or not pending.get("prompt"):
+            return
+        path = pending.get("transcript_path", "")
+        delta = transcript.read_delta(path, int(pending.get("offset", 0))) if path else transcript.Delta()
+        hooked = [ToolCall.from_dict(t) for t in st.pop("tools", None) or []]
+        turn = self._turn(pending, reply=st.pop("reply", "") or delta.reply, tools=delta.tools or hooked,
+                          status=delta.status or status)
+        self.b.capture([turn])
+
+    def _note(self, message: str) -> None:
+        log.write(self.home, "info", f"{self.ev.agent} {self.ev.name}: {message}")
