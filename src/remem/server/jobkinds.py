@@ -1,0 +1,283 @@
+"""What each kind of background job does. One function per kind, registered in ``HANDLERS``.
+
+- ``embed``: vectors for turns waiting in ``embed_state='pending'`` (queued by every write).
+- ``index``: the trigram (substring) index for turns written in bulk (queued by big writes).
+- ``sync``: import new agent history through the sync engine (``remem.sources.sync``).
+- ``discover``: the "add another agent" flow (``add_custom_source``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from . import optional
+from .jobs import Handler, JobContext, NoRetry
+
+if TYPE_CHECKING:
+    from ..core import Remem
+    from .jobs import JobRunner
+
+log = logging.getLogger("remem.jobs")
+
+
+def run_embed(ctx: JobContext) -> dict[str, Any]:
+    from ..index.worker import reset_for_model, run_pending
+
+    mem = ctx.mem
+    if not mem.config.get("embedding.enabled"):
+        return {"embedded": 0, "note": "embeddings are disabled in settings"}
+    ctx.report({"phase": "loading model"})
+    emb = mem.embedder()
+    if emb is None:
+        raise NoRetry(f"embedder unavailable: {mem.embedder_error}")
+    reset = 0
+    if ctx.payload.get("check_model"):
+        reset = reset_for_model(mem.db, emb.model_id)
+    total = mem.db.execute("SELECT count(*) FROM turns WHERE embed_state = 'pending'").fetchone()[0]
+    ctx.report({"phase": "embedding", "done": 0, "total": total, "model": emb.model_id})
+    done = run_pending(mem.db, emb, batch_size=int(mem.config.get("embedding.batch_size")),
+                       should_stop=ctx.control.checkpoint,
+                       on_progress=lambda d, t: ctx.report({"done": d, "total": max(t, d)}))
+    return {"embedded": done, "model": emb.model_id, "reset_for_model": reset}
+
+
+def run_sync_job(ctx: JobContext) -> dict[str, Any]:
+    try:
+        sync = optional.sync_engine()
+    except optional.Unavailable as e:
+        raise NoRetry(str(e)) from None
+    control = sync.SyncControl()
+    ctx.control.link(control)
+    agents = ctx.payload.get("agents") or None
+    full = bool(ctx.payload.get("full"))
+    planned = planned_sources(ctx.mem, sync, agents)
+    tracker = SyncProgress(planned)
+    ctx.report({"phase": "syncing", "agents": agents or "all", "full": full, **tracker.view()})
+
+    def progress(event: dict[str, Any]) -> None:
+        if isinstance(event, dict):
+            tracker.see(event)
+            ctx.report(tracker.view())
+
+    result = sync.run_sync(ctx.mem, agents, full=full, control=control, on_progress=progress)
+    return plain(result)
+
+
+def planned_sources(mem: Remem, sync: Any, agents: list[str] | None) -> int | None:
+    """How many sources this sync will walk, so the bar can span all of them (None if unknown)."""
+    try:
+        found = sync.detect_sources(mem)
+    except Exception:
+        return None
+    if agents:
+        found = [s for s in found if s.get("agent") in agents or s.get("name") in agents]
+    return len(found) or None
+
+
+class SyncProgress:
+    """Folds the sync engine's per-source events into one bar and running totals."""
+
+    def __init__(self, planned: int | None) -> None:
+        self.planned = planned
+        self.sources_done = 0
+        self.current = ""
+        self.units_done = 0
+        self.units_total = 0
+        self.finished: dict[str, int] = {}
+        self.current_counts: dict[str, int] = {}
+        self.per_source: list[dict[str, Any]] = []
+
+    def see(self, ev: dict[str, Any]) -> None:
+        kind = ev.get("event")
+        counts = {k: v for k, v in ev.items() if isinstance(v, int) and not isinstance(v, bool)
+                  and k not in ("units_done", "units_total", "units_read", "units_unchanged")}
+        if kind == "source_start":
+            self.current = str(ev.get("source") or "")
+            self.units_done, self.units_total = 0, int(ev.get("units_total") or 0)
+            self.current_counts = {}
+        elif kind == "progress":
+            self.units_done = int(ev.get("units_done") or 0)
+            self.units_total = int(ev.get("units_total") or self.units_total)
+            self.current_counts = counts
+        elif kind == "source_done":
+            self.sources_done += 1
+            for k, v in counts.items():
+                self.finished[k] = self.finished.get(k, 0) + v
+            self.current_counts = {}
+            self.units_done = self.units_total
+            self.per_source.append({k: v for k, v in ev.items() if k != "event"})
+        elif kind == "done":
+            self.current = ""
+            self.units_done = self.units_total
+
+    def view(self) -> dict[str, Any]:
+        totals = dict(self.finished)
+        for k, v in self.current_counts.items():
+            totals[k] = totals.get(k, 0) + v
+        planned = self.planned
+        if planned is not None and planned < self.sources_done + (1 if self.current else 0):
+            planned = self.sources_done + (1 if self.current else 0)
+        part = self.units_done / self.units_total if self.units_total else 0.0
+        in_flight = 0.0 if self.current == "" or self.units_done >= self.units_total else part
+        frac = (self.sources_done + in_flight) / planned if planned else (part if self.current else None)
+        out: dict[str, Any] = {"source": self.current, "sources_done": self.sources_done,
+                               "sources_total": planned, "units_done": self.units_done,
+                               "units_total": self.units_total, "counts": totals, "sources": self.per_source}
+        if frac is not None:
+            out["fraction"] = round(min(1.0, frac), 4)
+        return out
+
+
+def run_index(ctx: JobContext) -> dict[str, Any]:
+    """Move turns written in bulk into the trigram (substring) index, a batch per transaction."""
+    from ..store.db import transaction
+    from ..store.turns import index_trigram, trigram_backlog
+
+    db = ctx.mem.db
+    total = trigram_backlog(db)
+    done = 0
+    ctx.report({"phase": "indexing", "done": 0, "total": total})
+    while not ctx.control.checkpoint():
+        with transaction(db):
+            n = index_trigram(db, limit=2000)
+        if not n:
+            break
+        done += n
+        ctx.report({"done": done, "total": max(total, done)})
+    return {"indexed": done}
+
+
+def run_discover(ctx: JobContext) -> dict[str, Any]:
+    try:
+        add_custom_source, _ = optional.discovery()
+    except optional.Unavailable as e:
+        raise NoRetry(str(e)) from None
+    name = str(ctx.payload.get("name") or "").strip()
+    if not name:
+        raise NoRetry("an agent name is required")
+    ctx.report({"phase": "discovering", "name": name})
+    paths = list(ctx.payload.get("paths") or [])
+
+    def progress(event: dict[str, Any]) -> None:
+        if isinstance(event, dict):
+            ctx.report({k: v for k, v in event.items() if k != "event"})
+
+    try:
+        try:
+            result = add_custom_source(ctx.mem, name, paths, on_progress=progress)
+        except TypeError:
+            result = add_custom_source(ctx.mem, name, paths)
+    except ValueError as e:  # a bad name or path: retrying will not help
+        raise NoRetry(str(e)) from None
+    return plain(result)
+
+
+def plain(value: Any) -> dict[str, Any]:
+    """Results go into JSON columns and SSE events: make sure they are plain data."""
+    if hasattr(value, "to_dict"):
+        value = value.to_dict()
+    data = json.loads(json.dumps(value, default=str))
+    return data if isinstance(data, dict) else {"result": data}
+
+
+HANDLERS: dict[str, Handler] = {"embed": run_embed, "index": run_index, "sync": run_sync_job,
+                                "discover": run_discover}
+
+
+# -- background work the daemon schedules by itself ------------------------------------------
+
+def sync_key(agents: list[str] | None, full: bool = False) -> str:
+    return ("sync-full:" if full else "sync:") + (",".join(sorted(agents)) if agents else "all")
+
+
+def recover(mem: Remem) -> int:
+    """Jobs a killed daemon left 'running' go back to the queue (call before workers start)."""
+    from ..store import jobs as jobrepo
+    from ..store.db import transaction
+
+    with transaction(mem.db):
+        n = jobrepo.recover(mem.db)
+    if n:
+        log.info("recovered %s interrupted job(s)", n)
+    return n
+
+
+def startup(runner: JobRunner, *, background: bool = True) -> dict[str, Any]:
+    """After the port is bound: queue re-embedding, auto-sync and auto-install."""
+    mem = runner.mem
+    out: dict[str, Any] = {}
+    if not background:
+        return out
+    if mem.config.get("embedding.enabled"):
+        runner.enqueue("embed", {"check_model": True}, dedup_key="embed:pending")
+        out["embed"] = "queued"
+    if mem.config.get("sync.auto") and optional.has(optional.sync_engine):
+        runner.enqueue("sync", {"agents": None, "auto": True}, dedup_key=sync_key(None))
+        out["sync"] = "queued"
+    auto_install(mem)
+    return out
+
+
+def auto_install(mem: Remem) -> list[str]:
+    """Install integrations for agents detected for the first time (config switch, off by default)."""
+    if not mem.config.get("integrations.auto_install"):
+        return []
+    try:
+        sync, integ = optional.sync_engine(), optional.integrations()
+    except optional.Unavailable:
+        return []
+    known_path = mem.home / "known-agents.json"
+    try:
+        known = set(json.loads(known_path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        known = set()
+    try:
+        detected = {str(s.get("agent") or s.get("name")) for s in sync.detect_sources(mem)}
+    except Exception as e:
+        log.warning("agent detection failed: %s", e)
+        return []
+    installed = []
+    for agent in sorted(detected - known):
+        try:
+            integ.install(mem, agent)
+            installed.append(agent)
+            log.info("installed the %s integration (auto-install is on)", agent)
+        except Exception as e:
+            log.warning("auto-install for %s failed: %s", agent, e)
+    known_path.write_text(json.dumps(sorted(known | detected)), encoding="utf-8")
+    return installed
+
+
+class Scheduler:
+    """Queues an auto-sync every ``sync.interval_seconds`` while "auto-sync sessions" is on."""
+
+    def __init__(self, runner: JobRunner) -> None:
+        self.runner = runner
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="remem-scheduler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _loop(self) -> None:
+        mem = self.runner.mem
+        last = time.monotonic()
+        while not self._stop.wait(5.0):
+            try:
+                interval = max(30, int(mem.config.get("sync.interval_seconds")))
+                if time.monotonic() - last < interval:
+                    continue
+                last = time.monotonic()
+                if mem.config.get("sync.auto") and optional.has(optional.sync_engine):
+                    self.runner.enqueue("sync", {"agents": None, "auto": True}, dedup_key=sync_key(None))
+                    auto_install(mem)
+            except Exception as e:
+                log.warning("scheduled sync skipped: %s", e)
+        mem.close()
