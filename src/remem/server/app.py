@@ -1,0 +1,97 @@
+"""The FastAPI application: API routers under ``/api/v1``, the viewer, errors as one clear JSON line."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from ..config import ConfigError
+from ..ingest.normalize import InputError
+from ..scope import ScopeError
+from ..store.db import StoreError
+from . import API_PREFIX, optional, security
+from .jobs import QueueFull
+from .routes import data, integrations, memories, sources, system
+from .state import DaemonState
+
+log = logging.getLogger("remem.http")
+VIEWER = Path(__file__).with_name("viewer")
+
+
+def create_app(state: DaemonState) -> FastAPI:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ver = version("remem")
+    except PackageNotFoundError:
+        ver = "0"
+    app = FastAPI(title="remem", version=ver, summary="One long-term memory for all your AI coding agents",
+                  openapi_url=f"{API_PREFIX}/openapi.json", docs_url=None, redoc_url=None)
+    app.state.daemon = state
+    for mod in (memories, sources, integrations, data, system):
+        app.include_router(mod.router, prefix=API_PREFIX)
+
+    @app.get("/health", include_in_schema=False)
+    def health() -> dict[str, Any]:
+        return state.health()
+
+    @app.get("/", include_in_schema=False)
+    def index() -> FileResponse:
+        return FileResponse(VIEWER / "index.html", headers={"cache-control": "no-store"})
+
+    @app.get("/login", include_in_schema=False)
+    def login_page() -> FileResponse:
+        return FileResponse(VIEWER / "login.html", headers={"cache-control": "no-store"})
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:
+        return FileResponse(VIEWER / "favicon.svg", media_type="image/svg+xml")
+
+    app.mount("/static", StaticFiles(directory=VIEWER), name="static")
+    _errors(app)
+    allowed = security.LOOPBACK_HOSTS | {state.host.lower()} if _loopback(state.host) else None
+    app.add_middleware(security.Guard, token=state.token, allowed_hosts=allowed)  # type: ignore[arg-type]
+    return app
+
+
+def _loopback(host: str) -> bool:
+    return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
+
+
+def _errors(app: FastAPI) -> None:
+    def reply(status: int, msg: str) -> JSONResponse:
+        return JSONResponse({"detail": msg.splitlines()[0] if msg else "error"}, status_code=status)
+
+    async def bad_request(_r: Request, e: Exception) -> JSONResponse:
+        return reply(400, str(e) or type(e).__name__)
+
+    async def unavailable(_r: Request, e: Exception) -> JSONResponse:
+        return reply(503, str(e))
+
+    async def store_error(_r: Request, e: Exception) -> JSONResponse:
+        log.error("storage error: %s", e)
+        return reply(503, str(e))
+
+    async def sqlite_error(_r: Request, e: Exception) -> JSONResponse:
+        log.error("database error: %s", e)
+        return reply(503, f"database error: {e}")
+
+    async def busy(_r: Request, e: Exception) -> JSONResponse:
+        return JSONResponse({"detail": str(e)}, status_code=429, headers={"retry-after": "10"})
+
+    async def not_found(_r: Request, e: Exception) -> JSONResponse:
+        return reply(404, str(e).strip("'\""))
+
+    for exc in (InputError, ConfigError, ScopeError, ValueError):
+        app.add_exception_handler(exc, bad_request)
+    app.add_exception_handler(LookupError, not_found)
+    app.add_exception_handler(optional.Unavailable, unavailable)
+    app.add_exception_handler(StoreError, store_error)
+    app.add_exception_handler(sqlite3.Error, sqlite_error)
+    app.add_exception_handler(QueueFull, busy)

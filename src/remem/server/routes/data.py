@@ -1,0 +1,185 @@
+"""Data: stats, export (JSONL, memory.sqlite), import, clear everything (two steps), config, doctor, recall."""
+
+import contextlib
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import FileResponse
+from pydantic import BaseModel, Field
+from starlette.background import BackgroundTask
+
+from ... import config as configmod
+from ...core import Remem, iter_lines
+from ...store.db import transaction
+from .. import deps
+from ..state import DaemonState
+
+router = APIRouter(tags=["data"])
+Mem = Annotated[Remem, Depends(deps.mem)]
+State = Annotated[DaemonState, Depends(deps.state)]
+# what "clear all local data" empties; settings and the token stay
+CLEAR_TABLES = ("memory_links", "embeddings", "entity_mentions", "entity_edges", "entities", "memories",
+                "messages", "turns", "sessions", "checkpoints", "sources", "jobs")
+RESTART_KEYS = ("server.", "database", "embedding.model", "embedding.openai")
+
+
+class TurnStartBody(BaseModel):
+    prompt: str = Field(min_length=1, max_length=200_000)
+    agent: str | None = None
+    project: str | None = None
+    owner: str | None = None
+    budget: int | None = Field(None, ge=100, le=20_000)
+
+
+class ClearBody(BaseModel):
+    confirm: str | None = None
+
+
+def _tmp_dir(mem: Remem) -> Path:
+    d = mem.home / "tmp"
+    d.mkdir(exist_ok=True)
+    return d
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+@router.get("/stats", summary="Counts by agent, status and embedding state; database size")
+def stats(mem: Mem, owner: str | None = None) -> dict[str, Any]:
+    return mem.stats(owner=deps.owners(owner))
+
+
+@router.get("/export/jsonl", summary="Export memories as JSONL (download)")
+def export_jsonl(mem: Mem, owner: str | None = None) -> FileResponse:
+    fd, path = tempfile.mkstemp(prefix="export-", suffix=".jsonl", dir=_tmp_dir(mem))
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        mem.export_jsonl(f, owner=deps.owners(owner))
+    return FileResponse(path, media_type="application/x-ndjson", filename="remem-export.jsonl",
+                        background=BackgroundTask(_unlink, path))
+
+
+@router.get("/export/sqlite", summary="Download a consistent copy of the whole database (memory.sqlite)")
+def export_sqlite(mem: Mem) -> FileResponse:
+    path = _tmp_dir(mem) / f"memory-{os.getpid()}-{time.time_ns()}.sqlite"
+    mem.export_sqlite(path)
+    return FileResponse(path, media_type="application/vnd.sqlite3", filename="memory.sqlite",
+                        background=BackgroundTask(_unlink, str(path)))
+
+
+@router.post("/import", summary="Import a JSONL export (request body); importing twice adds nothing")
+async def import_jsonl(request: Request, owner: str | None = None) -> dict[str, Any]:
+    from starlette.concurrency import run_in_threadpool
+
+    mem = deps.mem(request)
+    fd, path = tempfile.mkstemp(prefix="import-", suffix=".jsonl", dir=_tmp_dir(mem))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            async for chunk in request.stream():
+                f.write(chunk)
+
+        def work() -> dict[str, int]:
+            with open(path, "rb") as f:
+                return mem.import_jsonl(iter_lines(f), owner=owner or None)
+
+        counts = await run_in_threadpool(work)
+    finally:
+        _unlink(path)
+    return {"counts": counts}
+
+
+@router.post("/data/clear", summary="Delete every memory: first call returns a token, second call deletes")
+def clear_all(mem: Mem, state: State, body: ClearBody | None = None) -> dict[str, Any]:
+    if body is None or not body.confirm:
+        counts = {t: mem.db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("turns", "memories",
+                                                                                        "sessions", "sources")}
+        tok = state.confirmations.issue("clear")
+        return {"confirm": tok, "expires_in": 300, "will_delete": counts,
+                "message": "This deletes every memory, session, source watermark and job in "
+                           f"{mem.home}. Settings and the token stay. Send this token back to confirm."}
+    if not state.confirmations.redeem("clear", body.confirm):
+        raise HTTPException(409, "confirmation token is invalid, used or expired; ask for a new one")
+    if state.runner is not None:
+        for job in state.runner.active_snapshots():
+            with contextlib.suppress(LookupError, ValueError):
+                state.runner.control(job["id"], "stop")
+    deleted: dict[str, int] = {}
+    with transaction(mem.db):
+        for table in CLEAR_TABLES:
+            deleted[table] = mem.db.execute(f"DELETE FROM {table}").rowcount
+        mem.db.execute("INSERT INTO audit (ts, action, owner, target, detail) VALUES (?,?,?,?,?)",
+                       (time.time(), "clear", "*", "", "{}"))
+    with contextlib.suppress(Exception):
+        mem.db.execute("VACUUM")
+    state.bus.publish("cleared", {"deleted": deleted})
+    return {"cleared": deleted}
+
+
+@router.get("/config", summary="Every setting with its effective value")
+def get_config(mem: Mem) -> dict[str, Any]:
+    from ...index.embed import EMBEDDERS
+
+    env = sorted(k for k, v in configmod.ENV_KEYS.items() if os.environ.get(k))
+    names = ["default", *sorted(n for n in EMBEDDERS if n != "default")]
+    return {"values": mem.config.values, "file": mem.config.file_values, "path": str(mem.config.path),
+            "home": str(mem.home), "env_overrides": {configmod.ENV_KEYS[k]: k for k in env},
+            "embedders": names}
+
+
+@router.patch("/config", summary="Change settings: a JSON object of dotted keys to values")
+def patch_config(mem: Mem, body: dict[str, Any]) -> dict[str, Any]:
+    if not body:
+        raise HTTPException(400, "nothing to change")
+    # validate every key on a scratch copy first, so a bad value changes nothing
+    with tempfile.TemporaryDirectory() as scratch:
+        trial = configmod.Config(home=Path(scratch), values=configmod._merge(mem.config.values, {}),
+                                 file_values={})
+        for key, value in body.items():
+            try:
+                _check_type(key, value)
+                trial.set(key, value)
+            except configmod.ConfigError as e:
+                raise HTTPException(400, f"{key}: {e}") from None
+    stored = {key: mem.config.set(key, value) for key, value in body.items()}
+    restart = [k for k in stored if k.startswith(RESTART_KEYS)]
+    if any(k.startswith("embedding.") for k in stored):
+        mem._embedder, mem._embedder_error = None, ""  # next embedding job loads the new choice
+    overridden = [k for k in stored if k in configmod.ENV_KEYS.values()
+                  and any(os.environ.get(v) for v, key in configmod.ENV_KEYS.items() if key == k)]
+    return {"changed": stored, "restart_required": restart, "overridden_by_environment": overridden,
+            "values": mem.config.values}
+
+
+def _check_type(key: str, value: Any) -> None:
+    """JSON values must already have the setting's type (strings are parsed like the CLI does)."""
+    if isinstance(value, str):
+        return
+    try:
+        like = configmod._get(configmod.DEFAULTS, key)
+    except KeyError:
+        return  # agents.* and unknown keys: Config.set decides
+    ok = (isinstance(value, bool) if isinstance(like, bool) else
+          isinstance(value, (int, float)) and not isinstance(value, bool) if isinstance(like, (int, float)) else
+          isinstance(value, type(like)))
+    if not ok:
+        raise configmod.ConfigError(f"expected {type(like).__name__}, got {type(value).__name__}")
+
+
+@router.get("/doctor", summary="Check database, index, token, embedder and job queue")
+def doctor(mem: Mem, embedder: bool = False) -> dict[str, Any]:
+    return mem.doctor(load_embedder=embedder)
+
+
+@router.post("/recall/turn-start", summary="The memory packet an agent gets before it answers")
+def turn_start(mem: Mem, body: TurnStartBody) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    packet = mem.turn_start(body.prompt, owner=deps.owners(body.owner), agent=body.agent or None,
+                            project=body.project or None, budget=body.budget)
+    packet = dict(packet)
+    packet.setdefault("took_ms", round((time.perf_counter() - t0) * 1000, 2))
+    return packet

@@ -1,0 +1,203 @@
+"""Memories: list with filters, hybrid search with per-channel details, get, add, delete, timelines."""
+
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+from pydantic import BaseModel, Field
+
+from ...core import Remem
+from ...model import ToolCall, TurnIn
+from ...store import turns as turnrepo
+from .. import deps
+
+router = APIRouter(tags=["memories"])
+Mem = Annotated[Remem, Depends(deps.mem)]
+PREVIEW = 400  # characters of request / reply in lists; the detail view has everything
+
+
+def preview(row: dict[str, Any]) -> dict[str, Any]:
+    keep = ("id", "owner", "agent", "project", "session_id", "source_name", "kind", "status", "started_at",
+            "ended_at", "created_at", "updated_at", "model", "tags", "importance", "embed_state", "size")
+    out = {k: row.get(k) for k in keep}
+    out["request"] = _cut(row.get("request") or "")
+    out["reply"] = _cut(row.get("reply") or "")
+    actions = row.get("actions") or []
+    out["actions_count"] = len(actions)
+    out["tools"] = sorted({a.get("name", "") for a in actions if isinstance(a, dict)})[:12]
+    out["errors"] = sum(1 for a in actions if isinstance(a, dict) and a.get("is_error"))
+    return out
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"
+
+
+class SearchBody(BaseModel):
+    query: str = Field(min_length=1, max_length=10_000)
+    k: int = Field(10, ge=1, le=200)
+    owner: str | None = None
+    agent: str | None = None
+    project: str | None = None
+
+
+class AddBody(BaseModel):
+    text: str = Field(min_length=1)
+    reply: str = ""
+    agent: str = "api"
+    project: str = ""
+    session: str = ""
+    owner: str | None = None
+    tags: list[str] = []
+    importance: float = Field(0.5, ge=0.0, le=1.0)
+
+
+class ActionIn(BaseModel):
+    name: str
+    input: str = ""
+    output: str = ""
+    is_error: bool = False
+    call_id: str = ""
+
+
+class TurnBody(BaseModel):
+    request: str
+    reply: str = ""
+    actions: list[ActionIn] = []
+    agent: str
+    owner: str | None = None
+    project: str = ""
+    session_id: str = ""
+    source_key: str = ""
+    status: str = "succeeded"
+    started_at: float | None = None
+    ended_at: float | None = None
+    model: str = ""
+    tags: list[str] = []
+
+
+class TurnsBody(BaseModel):
+    turns: list[TurnBody] = Field(min_length=1, max_length=500)
+    live: bool = True
+
+
+def _search(mem: Remem, query: str, k: int, owner: str | None, agent: str | None,
+            project: str | None) -> dict[str, Any]:
+    if not query.strip():
+        raise HTTPException(400, "query is empty")
+    t0 = time.perf_counter()
+    scope = mem.scope(deps.owners(owner), agent=agent or None, project=project or None)
+    results = mem.search(query, scope=scope, k=k, explain=True)
+    took = round((time.perf_counter() - t0) * 1000, 2)
+    # the viewer shows when a turn happened and which tools it used; fill those in one scoped read
+    missing = [r["id"] for r in results if "started_at" not in r or "tools" not in r]
+    if missing:
+        rows = turnrepo.get_many(mem.db, scope, missing)
+        for r in results:
+            row = rows.get(r["id"])
+            if row is not None:
+                p = preview(row)
+                for key in ("started_at", "tools", "actions_count", "errors", "request", "reply"):
+                    r.setdefault(key, p[key])
+    return {"query": query, "results": results, "took_ms": took}
+
+
+@router.get("/memories", summary="List memories, newest first")
+def list_memories(mem: Mem, owner: str | None = None, agent: str | None = None, project: str | None = None,
+                  since: float | None = None, until: float | None = None, kind: str | None = None,
+                  limit: Annotated[int, Query(ge=1, le=500)] = 50,
+                  offset: Annotated[int, Query(ge=0)] = 0) -> dict[str, Any]:
+    rows = mem.list(owner=deps.owners(owner), agent=agent or None, project=project or None, since=since,
+                    until=until, kind=kind or None, limit=limit, offset=offset)
+    return {"items": [preview(r) for r in rows], "limit": limit, "offset": offset,
+            "next_offset": offset + len(rows) if len(rows) == limit else None}
+
+
+@router.get("/memories/search", summary="Hybrid search (with why each result matched)")
+def search_get(mem: Mem, q: Annotated[str, Query(min_length=1, max_length=10_000)],
+               k: Annotated[int, Query(ge=1, le=200)] = 10, owner: str | None = None, agent: str | None = None,
+               project: str | None = None) -> dict[str, Any]:
+    return _search(mem, q, k, owner, agent, project)
+
+
+@router.post("/memories/search", summary="Hybrid search with a JSON body")
+def search_post(mem: Mem, body: SearchBody) -> dict[str, Any]:
+    return _search(mem, body.query, body.k, body.owner, body.agent, body.project)
+
+
+@router.post("/memories", status_code=201, summary="Store one memory")
+def add_memory(mem: Mem, body: AddBody) -> dict[str, Any]:
+    res = mem.add(body.text, owner=body.owner, agent=body.agent, project=body.project, session=body.session,
+                  reply=body.reply, tags=body.tags, importance=body.importance)
+    return res.to_dict()
+
+
+@router.post("/turns", summary="Capture complete turns (hooks and plugins)")
+def add_turns(mem: Mem, body: TurnsBody) -> dict[str, Any]:
+    turns = []
+    for t in body.turns:
+        turns.append(TurnIn(
+            request=t.request, reply=t.reply, agent=t.agent, owner=mem.owner_for(t.agent, t.owner),
+            actions=[ToolCall(name=a.name, input=a.input, output=a.output, is_error=a.is_error, call_id=a.call_id)
+                     for a in t.actions],
+            project=t.project, session_id=t.session_id, source_key=t.source_key, status=t.status,
+            started_at=t.started_at or time.time(), ended_at=t.ended_at, model=t.model, tags=t.tags))
+    res = mem.add_turns(turns, live=body.live)
+    return {"results": [r.to_dict() for r in res.results], "counts": res.counts}
+
+
+@router.get("/memories/{memory_id}", summary="One whole memory with its tool trajectory")
+def get_memory(mem: Mem, memory_id: str, owner: str | None = None) -> dict[str, Any]:
+    rec = mem.get(memory_id, owner=deps.owners(owner))
+    if rec is None:
+        raise HTTPException(404, f"no memory {memory_id} in this scope")
+    return rec
+
+
+@router.delete("/memories/{memory_id}", summary="Forget a memory and what was derived from it")
+def delete_memory(mem: Mem, memory_id: str, owner: str | None = None) -> dict[str, Any]:
+    gone = mem.forget(ids=[memory_id], owner=deps.owners(owner))
+    if not gone:
+        raise HTTPException(404, f"no memory {memory_id} in this scope")
+    return {"forgotten": len(gone), "ids": gone}
+
+
+@router.get("/sessions", summary="Recent sessions (from the newest 1,000 memories)")
+def list_sessions(mem: Mem, owner: str | None = None, agent: str | None = None,
+                  project: str | None = None) -> dict[str, Any]:
+    rows = mem.list(owner=deps.owners(owner), agent=agent or None, project=project or None, limit=1000)
+    sessions: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in rows:
+        if not r["session_id"]:
+            continue
+        key = (r["agent"], r["session_id"])
+        s = sessions.get(key)
+        when = r.get("started_at") or r.get("created_at")
+        if s is None:
+            sessions[key] = {"session_id": r["session_id"], "agent": r["agent"], "project": r["project"],
+                             "owner": r["owner"], "title": _cut(r["request"])[:120], "turns": 1,
+                             "last_at": when, "first_at": when}
+        else:
+            s["turns"] += 1
+            s["first_at"] = when
+            s["title"] = _cut(r["request"])[:120]  # rows are newest first: the last seen is the opener
+    return {"items": list(sessions.values())}
+
+
+@router.get("/sessions/{session_id}/timeline", summary="A session's turns in order")
+def session_timeline(mem: Mem, session_id: str, owner: str | None = None,
+                     limit: Annotated[int, Query(ge=1, le=2000)] = 500) -> dict[str, Any]:
+    rows = mem.timeline(session_id, owner=deps.owners(owner), limit=limit)
+    return {"session_id": session_id, "items": [preview(r) for r in rows]}
+
+
+@router.get("/owners", summary="Owners (profiles) known from settings")
+def list_owners(mem: Mem) -> dict[str, Any]:
+    out = [str(mem.config.get("owner"))]
+    for agent, s in (mem.config.get("agents") or {}).items():
+        if isinstance(s, dict):
+            if s.get("owner"):
+                out.append(str(s["owner"]))
+            elif s.get("isolated"):
+                out.append(f"agent:{agent}")
+    return {"default": out[0], "owners": list(dict.fromkeys(out))}
