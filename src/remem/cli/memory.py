@@ -173,22 +173,4 @@ def stats(ctx: click.Context, owner: str | None, as_json: bool) -> None:
     emit(data, as_json, human)
 
 
-@click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.pass_context
-@handle_errors
-def up(ctx: click.Context, as_json: bool) -> None:
-    """Set remem up on this machine: initialise the home and show what is stored. Safe to re-run."""
-    mem = open_mem(ctx)
-    info = mem.init()
-    data = {"home": info["home"], "stats": mem.stats()}
-
-    def human(d: dict[str, Any]) -> None:
-        click.echo(f"remem home: {d['home']}")
-        click.echo(f"memories stored: {d['stats']['turns']}")
-        click.echo('next: remem add "a fact worth remembering" --agent codex   ·   remem search "…"')
-
-    emit(data, as_json, human)
-
-
-COMMANDS = [init, up, add, search, get, forget, stats]
+COMMANDS = [init, add, search, get, forget, stats]

@@ -1,0 +1,253 @@
+"""Service commands: up, serve, status, mcp."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import emit, fail, handle_errors
+
+
+def _home(ctx: click.Context) -> Path:
+    from ..config import home_dir
+
+    return home_dir(ctx.ensure_object(dict).get("home")).expanduser().resolve()
+
+
+def _settings(home: Path) -> tuple[str, int]:
+    from .. import config as configmod
+
+    cfg = configmod.load(home)
+    return str(cfg.get("server.host")), int(cfg.get("server.port"))
+
+
+@click.command()
+@click.option("--host", default=None, help="Address to listen on (default 127.0.0.1; others need a token).")
+@click.option("--port", type=click.IntRange(0, 65535), default=None, help="Port (default 7077).")
+@click.option("--stop", "stop_", is_flag=True, help="Stop the running daemon of this home instead.")
+@click.option("--no-background", is_flag=True,
+              help="Do not start re-embedding, auto-sync or auto-install on start (requested jobs still run).")
+@click.pass_context
+@handle_errors
+def serve(ctx: click.Context, host: str | None, port: int | None, stop_: bool, no_background: bool) -> None:
+    """Run the remem daemon (REST API, viewer, background jobs) in the foreground.
+
+    One daemon per home: a second start says where the first runs and exits 0.
+    """
+    from ..server import daemon
+
+    home = _home(ctx)
+    if stop_:
+        stopped, msg = daemon.stop(home)
+        click.echo(msg)
+        return
+    cfg_host, cfg_port = _settings(home)
+    try:
+        code = daemon.serve(home, host or cfg_host, cfg_port if port is None else port,
+                            explicit_host=host is not None, background=not no_background,
+                            echo=lambda m: click.echo(m, err=True))
+    except daemon.DaemonError as e:
+        fail(str(e), 2 if "refusing" in str(e) or "explicit --host" in str(e) else 1)
+    ctx.exit(code)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--login-link", is_flag=True, help="Also print a one-click viewer login link (contains the token).")
+@click.pass_context
+@handle_errors
+def status(ctx: click.Context, as_json: bool, login_link: bool) -> None:
+    """Is the daemon running? Where, since when, and what is it doing."""
+    from ..server import daemon
+
+    home = _home(ctx)
+    running = daemon.find(home, wait=2.0)
+    data: dict[str, Any] = {"home": str(home), "running": running is not None}
+    if running is not None:
+        data.update({"pid": running.pid, "url": running.url, "health": running.health})
+        token = _token(home)
+        if token and running.health is not None:
+            try:
+                st = daemon.api(home, running, "/status", token)
+                data["jobs"] = st.get("jobs", {}).get("counts", {})
+                data["active_jobs"] = st.get("jobs", {}).get("active", [])
+                data["database_bytes"] = st.get("database", {}).get("bytes")
+            except Exception as e:  # a status probe never fails the command
+                data["error"] = f"{type(e).__name__}: {e}"
+        if login_link and token:
+            data["login_link"] = f"{running.url}/login#token={token}"
+
+    def human(d: dict[str, Any]) -> None:
+        if not d["running"]:
+            click.echo(f"remem is not running for {d['home']} (start it with `remem up` or `remem serve`)")
+            return
+        h = d.get("health") or {}
+        up = f", up {_ago(h['uptime'])}" if h.get("uptime") is not None else ""
+        click.echo(f"remem is running at {d['url']} (pid {d['pid']}, {h.get('status', 'not answering')}{up})")
+        if d.get("jobs") is not None:
+            click.echo("jobs: " + (", ".join(f"{v} {k}" for k, v in sorted(d["jobs"].items())) or "none"))
+            for j in d.get("active_jobs", []):
+                frac = f" {j['fraction'] * 100:.0f}%" if j.get("fraction") is not None else ""
+                click.echo(f"  #{j['id']} {j['kind']} {j['status']}{frac}")
+        if d.get("database_bytes") is not None:
+            click.echo(f"database: {d['database_bytes'] / 1e6:.1f} MB")
+        if d.get("login_link"):
+            click.echo(f"login link: {d['login_link']}")
+
+    emit(data, as_json, human)
+
+
+def _token(home: Path) -> str:
+    try:
+        return (home / "token").read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
+
+
+def _ago(seconds: float) -> str:
+    s = int(seconds)
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60}m"
+    return f"{s // 3600}h {s % 3600 // 60}m"
+
+
+@click.command()
+@click.option("--agent", default=None, help="Read and write as this agent (its owner and read scope).")
+@click.option("--owner", default=None, help="Owner (profile) to use instead of the agent's.")
+@click.option("--project", default=None, help="Limit reads to this project by default.")
+@click.pass_context
+@handle_errors
+def mcp(ctx: click.Context, agent: str | None, owner: str | None, project: str | None) -> None:
+    """Serve remem's memory tools over MCP (stdio) for any MCP client."""
+    from ..mcp_server import run
+
+    run(home=ctx.ensure_object(dict).get("home"), agent=agent, owner=owner, project=project)
+
+
+@click.command()
+@click.option("--no-import", is_flag=True, help="Skip importing existing agent history.")
+@click.option("--no-daemon", is_flag=True, help="Do not start the daemon.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (no progress bar).")
+@click.pass_context
+@handle_errors
+def up(ctx: click.Context, no_import: bool, no_daemon: bool, as_json: bool) -> None:
+    """Set remem up on this machine: home, agent history, daemon. Safe to run again."""
+    from ..core import Remem
+    from ..server import daemon, optional
+
+    home = _home(ctx)
+    out: dict[str, Any] = {"home": str(home)}
+    mem = Remem(home)
+    try:
+        mem.init()
+        running = daemon.find(home, wait=2.0)
+        if no_import:
+            out["import"] = {"skipped": "--no-import"}
+        else:
+            try:
+                sync = optional.sync_engine()
+            except optional.Unavailable as e:
+                out["import"] = {"skipped": str(e)}
+            else:
+                out["agents"] = [s.get("agent") or s.get("name") for s in sync.detect_sources(mem)]
+                if not as_json:
+                    click.echo("agents found: " + (", ".join(out["agents"]) or "none yet"), err=True)
+                if running is not None and running.health is not None:
+                    out["import"] = _import_via_daemon(home, running, as_json)
+                else:
+                    out["import"] = _import_here(mem, sync, as_json)
+        out["memories"] = mem.stats()["turns"]
+    finally:
+        mem.close()
+    if not no_daemon:
+        if running is None or running.health is None:
+            host, port = _settings(home)
+            running = daemon.spawn(home, host, port)
+            out["daemon"] = "started"
+        else:
+            out["daemon"] = "already running"
+        out["url"] = running.url
+        out["pid"] = running.pid
+
+    def human(d: dict[str, Any]) -> None:
+        imp = d.get("import") or {}
+        if "skipped" in imp:
+            click.echo(f"history import skipped: {imp['skipped']}")
+        elif imp:
+            t = imp.get("total", {})
+            click.echo(f"imported: {t.get('turns_added', 0)} new memories from {t.get('messages_scanned', 0)} "
+                       f"messages ({t.get('duplicates', 0)} already known)")
+        click.echo(f"remem home: {d['home']}  ·  memories stored: {d['memories']}")
+        if d.get("url"):
+            click.echo(f"viewer: {d['url']}  (daemon {d['daemon']}, pid {d['pid']})")
+            click.echo(f"log in with the token in {Path(d['home']) / 'token'}, "
+                       "or open the link from `remem status --login-link`")
+        click.echo("next: remem hooks install   (live capture and recall inside your agents)")
+
+    emit(out, as_json, human)
+
+
+def _bar(label: str, quiet: bool) -> Any:
+    """A progress bar on stderr over 0..1000 (a silent stand-in with --json)."""
+    if quiet:
+        return _Null()
+    return click.progressbar(length=1000, label=label, file=click.get_text_stream("stderr"))  # type: ignore[operator]
+
+
+def _import_here(mem: Any, sync: Any, quiet: bool) -> dict[str, Any]:
+    from ..server.jobkinds import SyncProgress, plain, planned_sources
+
+    tracker = SyncProgress(planned_sources(mem, sync, None))
+    done = [0]
+    with _bar("importing history", quiet) as bar:
+        def progress(ev: dict[str, Any]) -> None:
+            tracker.see(ev)
+            frac = tracker.view().get("fraction")
+            if frac is not None and int(frac * 1000) > done[0]:
+                bar.update(int(frac * 1000) - done[0])
+                done[0] = int(frac * 1000)
+
+        result = sync.run_sync(mem, None, on_progress=progress)
+        bar.update(1000 - done[0])
+    return plain(result)
+
+
+def _import_via_daemon(home: Path, running: Any, quiet: bool) -> dict[str, Any]:
+    """The daemon is up: ask it to sync and follow the job, so two imports never race."""
+    from ..server import daemon
+
+    token = _token(home)
+    job = daemon.api(home, running, "/sources/sync", token, method="POST", body={})["job"]
+    last = 0
+    with _bar("importing history (daemon)", quiet) as bar:
+        while True:
+            job = daemon.api(home, running, f"/jobs/{job['id']}", token)
+            frac = job.get("fraction")
+            if frac is not None and int(frac * 1000) > last:
+                bar.update(int(frac * 1000) - last)
+                last = int(frac * 1000)
+            if job["status"] in ("done", "failed", "stopped"):
+                break
+            time.sleep(0.3)
+    if job["status"] != "done":
+        return {"skipped": f"sync job {job['status']}: {job.get('error') or ''}".strip()}
+    return job.get("progress", {}).get("result") or {}
+
+
+class _Null:
+    def __enter__(self) -> _Null:
+        return self
+
+    def __exit__(self, *a: object) -> None:
+        return None
+
+    def update(self, n: int) -> None:
+        return None
+
+
+COMMANDS = [up, serve, status, mcp]
