@@ -1,0 +1,194 @@
+"""Daemon lifecycle: one per home, stale locks, stop, status, non-loopback rules, fast /health, restarts."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+
+from remem.server.testing import Daemon, free_port, sample_turns
+
+
+def serve(home, *args, timeout=30, env=None):
+    e = {**os.environ, "REMEM_HOME": str(home), "REMEM_AUTO_SYNC": "0", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "remem", "serve", *args], capture_output=True, text=True,
+                          env=e, timeout=timeout)
+
+
+def cli(home, *args, timeout=60):
+    e = {**os.environ, "REMEM_HOME": str(home), "REMEM_AUTO_SYNC": "0"}
+    return subprocess.run([sys.executable, "-m", "remem", *args], capture_output=True, text=True, env=e,
+                          timeout=timeout)
+
+
+def test_two_daemons_on_one_home(tmp_path):
+    home = tmp_path / "remem"
+    with Daemon(home) as first:
+        pid = first.get("/health").json()["pid"]
+        second = serve(home, "--port", str(free_port()))
+        assert second.returncode == 0
+        assert "already running" in second.stderr + second.stdout and str(pid) in second.stderr + second.stdout
+        assert httpx.get(first.url + "/health").json()["pid"] == pid  # the first is untouched
+        # same port, same home: also just "already running"
+        assert serve(home, "--port", str(first.port)).returncode == 0
+        st = cli(home, "status", "--json")
+        data = json.loads(st.stdout)
+        assert data["running"] and data["pid"] == pid and data["url"] == first.url
+        assert cli(home, "status").stdout.startswith("remem is running at " + first.url)
+
+
+def test_stale_lock_is_recovered_and_stop_works(tmp_path):
+    home = tmp_path / "remem"
+    d = Daemon(home).start()
+    d.proc.send_signal(signal.SIGKILL)
+    d.proc.wait(10)
+    assert json.loads((home / "daemon.lock").read_text())["pid"] == d.proc.pid  # left behind
+    d2 = Daemon(home, port=d.port).start()
+    try:
+        assert d2.get("/health").json()["pid"] == d2.proc.pid
+        log = (home / "logs" / "daemon.log").read_text()
+        assert f"recovered a stale lock left by pid {d.proc.pid}" in log
+        r = cli(home, "serve", "--stop")
+        assert r.returncode == 0 and "stopped remem" in r.stdout
+        assert d2.proc.wait(10) == 0
+    finally:
+        d2.stop()
+    r = cli(home, "serve", "--stop")
+    assert r.returncode == 0 and "not running" in r.stdout
+    assert "not running" in cli(home, "status").stdout
+
+
+def test_port_taken_by_another_program(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        r = serve(tmp_path / "remem", "--port", str(port))
+    assert r.returncode == 1 and "in use by another program" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_other_home_on_same_port(tmp_path):
+    with Daemon(tmp_path / "a") as a:
+        r = serve(tmp_path / "b", "--port", str(a.port))
+        assert r.returncode == 1 and "another home" in r.stderr
+
+
+def test_non_loopback_needs_explicit_host_and_token(tmp_path):
+    home = tmp_path / "remem"
+    r = serve(home, "--host", "0.0.0.0", "--port", str(free_port()))
+    assert r.returncode == 2 and "without a token" in r.stderr
+    assert not (home / "token").exists()
+    home.mkdir(exist_ok=True)
+    (home / "config.yaml").write_text("server:\n  host: 0.0.0.0\n")
+    r = serve(home, "--port", str(free_port()))
+    assert r.returncode == 2 and "explicit --host" in r.stderr
+    (home / "config.yaml").write_text("owner: default\n")
+    assert cli(home, "init").returncode == 0
+    os.chmod(home / "token", 0o644)
+    r = serve(home, "--host", "0.0.0.0", "--port", str(free_port()))
+    assert r.returncode == 2 and "readable by others" in r.stderr
+    os.chmod(home / "token", 0o600)
+    with Daemon(home, args=("--host", "0.0.0.0")) as d:
+        assert httpx.get(d.url + "/api/v1/stats").status_code == 401  # auth is never off
+        assert d.get("/api/v1/stats").status_code == 200
+
+
+def test_health_answers_fast_even_while_loading(tmp_path):
+    """/health answers before FastAPI is even imported; the API follows once it is loaded."""
+    import remem
+
+    m = remem.open(tmp_path / "remem", env={"REMEM_EMBEDDING_MODEL": "hash"})
+    m.add_turns(sample_turns(200))
+    m.close()
+    d = Daemon(tmp_path / "remem")
+    t0 = time.monotonic()
+    d.start(ready=False)
+    first = time.monotonic() - t0
+    try:
+        assert first < 3.0, f"/health took {first:.2f}s"  # bench/api_speed.py measures the real number
+        d.wait_health(ready=True)
+        assert d.get("/api/v1/stats").json()["turns"] == 200
+    finally:
+        d.stop()
+
+
+def test_interrupted_job_resumes_after_restart(tmp_path):
+    import remem
+
+    home = tmp_path / "remem"
+    m = remem.open(home, env={"REMEM_EMBEDDING_MODEL": "hash"})
+    m.config.set("embedding.batch_size", 2)
+    turns = sample_turns(1500)
+    for i in range(0, len(turns), 500):
+        m.add_turns(turns[i:i + 500])
+    m.close()
+    d = Daemon(home).start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        jobs = d.get("/api/v1/jobs").json()["jobs"]
+        embed = [j for j in jobs if j["kind"] == "embed"]
+        if embed and embed[0]["status"] == "running" and (embed[0]["progress"].get("done") or 0) > 0:
+            break
+        time.sleep(0.05)
+    d.proc.send_signal(signal.SIGKILL)
+    d.proc.wait(10)
+    d2 = Daemon(home).start()
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            st = d2.get("/api/v1/stats").json()
+            if st["embeddings"].get("pending", 0) == 0 and st["jobs_pending"] == 0:
+                break
+            time.sleep(0.2)
+        assert st["embeddings"].get("done") == 1500
+        assert d2.get("/api/v1/status").json()["daemon"]["startup"]["recovered"] >= 1
+    finally:
+        d2.stop()
+
+
+def test_graceful_stop_requeues_running_job(tmp_path):
+    import remem
+
+    home = tmp_path / "remem"
+    m = remem.open(home, env={"REMEM_EMBEDDING_MODEL": "hash"})
+    m.config.set("embedding.batch_size", 1)
+    m.add_turns(sample_turns(800))
+    m.close()
+    d = Daemon(home).start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        embed = [j for j in d.get("/api/v1/jobs").json()["jobs"] if j["kind"] == "embed"]
+        if embed and embed[0]["status"] == "running":
+            break
+        time.sleep(0.05)
+    assert d.stop() == 0
+    m = remem.open(home, env={"REMEM_EMBEDDING_MODEL": "hash"})
+    row = m.db.execute("SELECT status FROM jobs WHERE kind='embed'").fetchone()
+    m.close()
+    assert row["status"] in ("queued", "done")  # interrupted work waits for the next start
+
+
+def test_up_starts_once_and_is_harmless_to_repeat(tmp_path):
+    home = tmp_path / "remem"
+    (tmp_path / "home").mkdir()
+    env = {**os.environ, "REMEM_HOME": str(home), "HOME": str(tmp_path / "home"), "REMEM_AUTO_SYNC": "0",
+           "REMEM_PORT": str(free_port())}
+    try:
+        r = subprocess.run([sys.executable, "-m", "remem", "up", "--json"], capture_output=True, text=True,
+                           env=env, timeout=90)
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["daemon"] == "started" and out["url"].startswith("http://127.0.0.1:")
+        r2 = subprocess.run([sys.executable, "-m", "remem", "up"], capture_output=True, text=True, env=env,
+                            timeout=90)
+        assert r2.returncode == 0 and "already running" in r2.stdout and "remem hooks install" in r2.stdout
+        assert httpx.get(out["url"] + "/health").json()["pid"] == out["pid"]
+    finally:
+        subprocess.run([sys.executable, "-m", "remem", "serve", "--stop"], env=env, timeout=30)

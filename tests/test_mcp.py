@@ -1,0 +1,75 @@
+"""``remem mcp`` driven by the official MCP SDK client over stdio."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+
+def _data(result) -> dict:
+    if getattr(result, "structured_content", None):
+        return result.structured_content
+    if getattr(result, "structuredContent", None):
+        return result.structuredContent
+    return json.loads(result.content[0].text)
+
+
+def test_mcp_tools_over_stdio(remem_home):
+    import remem
+
+    m = remem.open(remem_home)
+    other = m.add("The billing service retries webhooks five times", owner="someone-else", agent="codex").id
+    m.close()
+    params = StdioServerParameters(command=sys.executable, args=["-m", "remem", "mcp", "--agent", "codex"],
+                                   env={**os.environ, "REMEM_HOME": str(remem_home)})
+
+    async def session() -> None:
+        async with Client(params, read_timeout_seconds=60) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert tools == {"memory_search", "memory_get", "memory_add", "memory_timeline", "memory_forget"}
+
+            added = _data(await client.call_tool("memory_add", {
+                "text": "We pin Postgres to 16.4 because 16.5 broke logical replication",
+                "project": "db", "session": "mcp-s1", "tags": ["postgres"]}))
+            assert added["status"] == "added"
+            await client.call_tool("memory_add", {"text": "Then we upgraded pgbouncer to 1.23", "session": "mcp-s1"})
+
+            found = _data(await client.call_tool("memory_search", {"query": "postgres replication", "k": 5}))
+            assert found["results"][0]["id"] == added["id"] and found["results"][0]["why"]
+            assert found["results"][0]["agent"] == "codex"
+
+            full = _data(await client.call_tool("memory_get", {"id": added["id"]}))
+            assert "16.5 broke logical replication" in full["request"] and full["tags"] == ["postgres"]
+
+            tl = _data(await client.call_tool("memory_timeline", {"session_id": "mcp-s1"}))
+            assert [i["request"][:7] for i in tl["items"]] == ["We pin ", "Then we"]
+
+            # scoped: another owner's memory is invisible and cannot be deleted
+            hidden = _data(await client.call_tool("memory_search", {"query": "billing webhooks"}))
+            assert all(r["id"] != other for r in hidden["results"])
+            denied = await client.call_tool("memory_get", {"id": other})
+            assert denied.is_error if hasattr(denied, "is_error") else denied.isError
+            denied = await client.call_tool("memory_forget", {"id": other})
+            assert denied.is_error if hasattr(denied, "is_error") else denied.isError
+
+            gone = _data(await client.call_tool("memory_forget", {"id": added["id"]}))
+            assert gone["forgotten"] == 1
+            again = _data(await client.call_tool("memory_search", {"query": "postgres replication"}))
+            assert all(r["id"] != added["id"] for r in again["results"])
+
+            bad = await client.call_tool("memory_search", {"query": "   "})
+            assert bad.is_error if hasattr(bad, "is_error") else bad.isError
+
+    anyio.run(session)
+    m = remem.open(remem_home)
+    assert m.get(other, owner="someone-else") is not None  # untouched
+    m.close()
