@@ -296,3 +296,33 @@ def test_daemon_answering_garbage_or_errors_falls_back(seeded, remem_home):
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+HOOK_FILE = Path(__file__).resolve().parents[1] / "src" / "remem" / "hook.py"
+
+
+def imported_modules(argv: list[str], stdin: dict, env: dict[str, str] | None = None) -> tuple[set[str], bytes]:
+    r = subprocess.run([sys.executable, "-X", "importtime", *argv], input=json.dumps(stdin).encode(),
+                       capture_output=True, env={**os.environ, "REMEM_PORT": "9", **(env or {})})
+    assert r.returncode == 0
+    mods = {line.split("|")[-1].strip() for line in r.stderr.decode().splitlines() if line.startswith("import time:")}
+    return mods, r.stdout
+
+
+def test_file_entry_point_is_what_installers_write_and_skips_the_core(seeded):
+    """``python …/remem/hook.py`` (the installed form) never runs remem/__init__.py: a tool event
+    imports neither the core library nor anything heavy; a capture needs the core, still no numpy."""
+    heavy = {"numpy", "jieba", "fastapi", "uvicorn", "click", "starlette", "pydantic", "http.client", "email"}
+    base = {"session_id": "light", "cwd": "/home/alice/proj/remem-demo"}
+    mods, out = imported_modules([str(HOOK_FILE), "claude-code", "PostToolUse"],
+                                 {**base, "tool_name": "Bash", "tool_response": "ok"})
+    assert out == b"" and not (mods & heavy), mods & heavy
+    assert "remem.core" not in mods and "remem.integrations.runtime" in mods
+    mods, _ = imported_modules([str(HOOK_FILE), "claude-code", "Stop"], {**base, "prompt": "p",
+                                                                          "last_assistant_message": "r"})
+    assert "remem.core" in mods and not (mods & heavy), mods & heavy
+    assert any(t["reply"] == "r" for t in seeded.list(agent="claude-code"))
+    r = subprocess.run([sys.executable, str(HOOK_FILE), "claude-code", "UserPromptSubmit"],
+                       input=json.dumps({**base, "prompt": "apply the fix for the flaky retry test"}).encode(),
+                       capture_output=True, env={**os.environ, "REMEM_PORT": "9"})
+    assert r.returncode == 0 and b"FakeClock" in r.stdout

@@ -163,7 +163,7 @@ def test_claude_hooks_are_merged_next_to_foreign_ones(env, mem):
     ups = cfg["hooks"]["UserPromptSubmit"]
     assert ups[0]["hooks"][0]["command"] == FOREIGN_HOOK            # foreign first, untouched
     ours = ups[1]["hooks"][0]
-    assert "-m remem.hook" in ours["command"] and ours["command"].endswith("claude-code UserPromptSubmit")
+    assert "remem/hook.py" in ours["command"] and ours["command"].endswith("claude-code UserPromptSubmit")
     assert ours["timeout"] == 60
     stop_cmds = [h["command"] for g in cfg["hooks"]["Stop"] for h in g["hooks"]]
     assert stop_cmds.count(FOREIGN_HOOK) == 1
@@ -233,7 +233,7 @@ def test_opencode_honours_config_dir_variables(tmp_path, env, mem):
     env2 = {**env, "OPENCODE_CONFIG_DIR": str(tmp_path / "occ")}
     integrations.install(mem, "opencode", env=env2)
     plugin = (tmp_path / "occ/plugins/remem.js").read_text()
-    assert '"-m", "remem.hook"' in plugin and "{{" not in plugin
+    assert "remem/hook.py" in plugin and "{{" not in plugin
 
 
 @pytest.mark.parametrize("agent,holder_setup,holder", [

@@ -1,8 +1,11 @@
-"""``python -m remem.hook [--home DIR] AGENT EVENT`` — the light entry point agents call.
+"""The light entry point agents call: ``python …/remem/hook.py [--home DIR] AGENT EVENT``
+(``python -m remem.hook …`` works the same, a little slower).
 
-It imports only the standard library and remem's light modules (no click, numpy, jieba or
-model), reads the hook JSON on stdin, prints the agent's answer (or nothing) and always exits 0.
-``remem hook AGENT EVENT`` does the same through the full CLI.
+It reads the hook JSON on stdin, prints the agent's answer (or nothing) and always exits 0. Run as a
+file, it makes ``remem`` a bare package before importing anything, so ``remem/__init__.py`` (which
+loads the whole core library) is not executed: the hook imports only the standard library and the
+modules it uses — no click, numpy, jieba, FastAPI or model. ``remem hook AGENT EVENT`` does the
+same through the full CLI.
 """
 
 from __future__ import annotations
@@ -11,6 +14,19 @@ import os
 import sys
 
 USAGE = "usage: python -m remem.hook [--home DIR] AGENT EVENT  (hook JSON on stdin)\n"
+
+
+def _bare_package() -> None:
+    import types
+
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    if sys.path and os.path.abspath(sys.path[0] or ".") == pkg:
+        sys.path[0] = os.path.dirname(pkg)        # never let remem's modules shadow top-level ones
+    if "remem" not in sys.modules:
+        mod = types.ModuleType("remem", "remem (bare package for the hook process)")
+        mod.__path__ = [pkg]
+        mod.__file__ = os.path.join(pkg, "__init__.py")
+        sys.modules["remem"] = mod
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         data = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
     except (OSError, ValueError):
         data = b""
-    from .integrations.runtime import run
+    from remem.integrations.runtime import run
 
     out = run(agent, event, data, home=home)
     if out:
@@ -40,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if not __package__:
+        _bare_package()
     code = main()
     try:
         sys.stdout.flush()

@@ -1,6 +1,9 @@
-"""A tiny HTTP client for the remem daemon (stdlib ``http.client``, loopback only).
+"""A tiny HTTP/1.1 client for the remem daemon (a raw socket, loopback only).
 
-Every request carries the Bearer token from ``REMEM_HOME/token`` and a hard timeout. A daemon
+``http.client`` drags in the ``email`` package, which costs a hook process more than the request
+itself; the daemon answers JSON with ``Connection: close``, so a socket, one request and a read to
+EOF is all that is needed. Every request carries the Bearer token from ``REMEM_HOME/token`` and a
+hard overall deadline. A daemon
 that is not listening fails in about a millisecond (connection refused). A daemon that does not
 answer in time trips a short circuit breaker (a file in ``REMEM_HOME/hooks``), so the next hook
 calls go straight to the SQLite fallback instead of waiting again.
@@ -8,12 +11,12 @@ calls go straight to the SQLite fallback instead of waiting again.
 
 from __future__ import annotations
 
-import http.client
 import json
+import socket
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote
 
 BREAKER_SECONDS = 30.0   # after a timeout, skip the daemon this long (hooks stay fast meanwhile)
 
@@ -68,29 +71,77 @@ class DaemonClient:
         if self.tripped():
             raise DaemonUnavailable("daemon skipped (timed out recently)")
         if params:
-            path = f"{path}?{urlencode({k: v for k, v in params.items() if v not in (None, '')})}"
-        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
-        data = None
+            path += "?" + "&".join(f"{quote(str(k))}={quote(str(v))}" for k, v in params.items()
+                                   if v not in (None, ""))
+        data = b"" if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        head = (f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nConnection: close\r\n"
+                f"Authorization: Bearer {self.token}\r\nAccept: application/json\r\n"
+                f"Content-Length: {len(data)}\r\n")
         if body is not None:
-            data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-            headers["Content-Type"] = "application/json"
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout or self.timeout)
+            head += "Content-Type: application/json\r\n"
+        budget = timeout or self.timeout
         try:
-            conn.request(method, path, body=data, headers=headers)
-            resp = conn.getresponse()
-            raw = resp.read()
+            status, raw = exchange(self.host, self.port, head.encode("latin-1") + b"\r\n" + data, budget)
         except TimeoutError as e:
             self.trip()
-            raise DaemonUnavailable(f"daemon did not answer within {timeout or self.timeout:g}s") from e
-        except (OSError, http.client.HTTPException) as e:
+            raise DaemonUnavailable(f"daemon did not answer within {budget:g}s") from e
+        except (OSError, ValueError) as e:
             raise DaemonUnavailable(f"daemon not reachable: {e}") from e
-        finally:
-            conn.close()
-        if resp.status in (404, 405, 501):
-            raise EndpointMissing(f"{method} {path}: {resp.status}")
-        if resp.status >= 400:
-            raise DaemonUnavailable(f"{method} {path}: HTTP {resp.status}")
+        if status in (404, 405, 501):
+            raise EndpointMissing(f"{method} {path}: {status}")
+        if status >= 400 or status < 200:
+            raise DaemonUnavailable(f"{method} {path}: HTTP {status}")
         try:
             return json.loads(raw or b"null")
         except ValueError as e:
             raise DaemonUnavailable(f"{method} {path}: not JSON") from e
+
+
+def exchange(host: str, port: int, request: bytes, budget: float) -> tuple[int, bytes]:
+    """Send ``request``, read the whole response within ``budget`` seconds: (status, body)."""
+    deadline = time.monotonic() + budget
+    with socket.create_connection((host, port), timeout=budget) as s:
+        s.sendall(request)
+        chunks: list[bytes] = []
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("deadline")
+            s.settimeout(left)
+            got = s.recv(65536)              # socket.timeout is TimeoutError
+            if not got:
+                break
+            chunks.append(got)
+    return parse_response(b"".join(chunks))
+
+
+def parse_response(raw: bytes) -> tuple[int, bytes]:
+    head, sep, body = raw.partition(b"\r\n\r\n")
+    if not sep:
+        raise ValueError("incomplete HTTP response")
+    lines = head.split(b"\r\n")
+    parts = lines[0].split(b" ", 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/"):
+        raise ValueError("not an HTTP response")
+    status = int(parts[1])
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(b":")
+        headers[k.strip().lower()] = v.strip()
+    if headers.get(b"transfer-encoding", b"").lower() == b"chunked":
+        body = _dechunk(body)
+    elif b"content-length" in headers:
+        body = body[: int(headers[b"content-length"])]
+    return status, body
+
+
+def _dechunk(data: bytes) -> bytes:
+    out = []
+    while data:
+        size_line, _, rest = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0] or b"0", 16)
+        if size == 0:
+            break
+        out.append(rest[:size])
+        data = rest[size + 2:]
+    return b"".join(out)

@@ -23,7 +23,7 @@ from typing import Any
 from ..agents import canonical_agent
 from ..model import ToolCall, TurnIn
 from . import log, protocol, render, resume, state, transcript
-from .backend import Backend
+from .backend import DEFAULT_TIMEOUT, MAX_TIMEOUT, Backend
 from .events import Event, normalize
 
 REPAIR_AFTER = 2           # consecutive failures of one tool before the repair recall runs
@@ -67,19 +67,18 @@ def run(agent: str, event: str, data: bytes, *, home: str | os.PathLike[str] | N
 
     home_path = configmod.home_dir(home) if home is not None else Path(env.get("REMEM_HOME") or
                                                                            Path.home() / ".remem")
-    backend: Backend | None = None
     ev: Event | None = None
+    handler: Handler | None = None
     try:
         agent = canonical_agent(agent)
         payload = _parse(data, home_path, agent, event)
         ev = normalize(agent, event, payload)
         if ev.kind == "ignore":
             return ""
-        backend = Backend(home_path, env=env)
-        budget = min(55.0, backend.timeout * 2 + 10.0)
-        with deadline(budget):
-            out = Handler(backend, ev).handle()
-        log.write(home_path, "info", f"{agent} {event} kind={ev.kind} via={backend.via or '-'} "
+        handler = Handler(home_path, env, ev)
+        with deadline(budget_seconds(env)):
+            out = handler.handle()
+        log.write(home_path, "info", f"{agent} {event} kind={ev.kind} via={handler.via} "
                   f"ms={1000 * (time.perf_counter() - t0):.0f} out={len(out)}")
         return out
     except BaseException as e:  # noqa: BLE001 - fail open, whatever happened
@@ -88,9 +87,18 @@ def run(agent: str, event: str, data: bytes, *, home: str | os.PathLike[str] | N
         log.write(home_path, "error", f"{agent} {event}: {type(e).__name__}: {e}", exc=e)
         return _fallback_answer(ev)
     finally:
-        if backend is not None:
+        if handler is not None:
             with contextlib.suppress(Exception):
-                backend.close()
+                handler.close()
+
+
+def budget_seconds(env: dict[str, str]) -> float:
+    """The whole call's hard limit: two daemon timeouts plus slack, always under the agents' 60 s."""
+    try:
+        per_request = float(env.get("REMEM_HOOK_TIMEOUT") or DEFAULT_TIMEOUT)
+    except ValueError:
+        per_request = DEFAULT_TIMEOUT
+    return max(1.0, min(55.0, 2 * min(per_request, MAX_TIMEOUT) + 10.0))
 
 
 def _parse(data: bytes, home: Path, agent: str, event: str) -> Any:
@@ -117,11 +125,32 @@ def turn_key(ev: Event, prompt: str, started: float) -> str:
 
 
 class Handler:
-    def __init__(self, backend: Backend, ev: Event) -> None:
-        self.b = backend
+    """One hook call. The backend (config, daemon client, database) is opened only when needed:
+    a tool event that just records a step touches nothing but the session's state file."""
+
+    def __init__(self, home: Path, env: dict[str, str], ev: Event) -> None:
+        self.home = home
+        self.env = env
         self.ev = ev
-        self.home = backend.home
-        self.owner = backend.owner_for(ev.agent)
+        self._backend: Backend | None = None
+
+    @property
+    def b(self) -> Backend:
+        if self._backend is None:
+            self._backend = Backend(self.home, env=self.env)
+        return self._backend
+
+    @property
+    def owner(self) -> str:
+        return self.b.owner_for(self.ev.agent)
+
+    @property
+    def via(self) -> str:
+        return (self._backend.via if self._backend else "") or "-"
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
 
     def handle(self) -> str:
         fn = getattr(self, f"on_{self.ev.kind}", None)

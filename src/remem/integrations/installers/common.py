@@ -28,7 +28,9 @@ BEGIN = "<!-- remem:begin (managed by `remem hooks install`; remove with `remem 
 END = "<!-- remem:end -->"
 _BLOCK = re.compile(r"\n*<!-- remem:begin[^\n]*-->.*?<!-- remem:end -->\n?", re.S)
 # a command line that runs remem's hook, however it was spelled (fixtures use `remem hook …`)
-_REMEM_CMD = re.compile(r"(?:^|[\s/'\"])(?:remem(?:-hook)?\s+hook\b|-m\s+remem\.hook\b|remem-hook\.sh\b)")
+_REMEM_CMD = re.compile(r"(?:^|[\s/'\"])(?:remem(?:-hook)?\s+hook\b|-m\s+remem\.hook\b|remem-hook\.sh\b"
+                       r"|remem[/\\]hook\.py\b)")
+HOOK_FILE = Path(__file__).resolve().parents[2] / "hook.py"   # run as a file: the fastest start
 
 
 class InstallError(Exception):
@@ -72,7 +74,7 @@ class Context:
 
     # -- the commands agents run ---------------------------------------------------------
     def hook_argv(self) -> list[str]:
-        argv = [self.python, "-m", "remem.hook"]
+        argv = [self.python, str(HOOK_FILE)]
         if self.pin_home:
             argv += ["--home", str(self.remem_home)]
         return argv
