@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real agent CLIs that remem's end-to-end tests drive (Claude Code, Codex CLI,
 # OpenCode, Gemini CLI) with npm, into the project-local, gitignored prefix .agents-bin/.
-# Idempotent: an agent whose binary already answers --version is skipped. Needs only the npm
+# Idempotent: an agent whose package is already in place (and whose binary link resolves) is skipped
+# without starting it. Needs only the npm
 # registry (no other downloads). Versions are the ones the recipes in
 # ../shared/tools/agents/RECIPES.md were verified with; override with REMEM_AGENT_VERSIONS=latest.
 #
@@ -33,8 +34,10 @@ while IFS=: read -r name pkg version bin; do
   if [ -n "${*:-}" ] && [[ "$want" != *" $name "* ]]; then continue; fi
   dest="$PREFIX/$name"
   link="$PREFIX/bin/$bin"
-  if [ -x "$link" ] && "$link" --version >/dev/null 2>&1; then
-    echo "install-agents: $name already installed ($("$link" --version 2>/dev/null | head -1))"
+  manifest="$dest/lib/node_modules/$pkg/package.json"
+  if [ -x "$link" ] && [ -f "$manifest" ]; then
+    have=$(sed -n 's/^  "version": "\(.*\)",*$/\1/p' "$manifest" | head -1)
+    echo "install-agents: $name already installed ($pkg $have)"
   else
     spec="$pkg@$version"
     [ "${REMEM_AGENT_VERSIONS:-}" = "latest" ] && spec="$pkg"
@@ -51,7 +54,7 @@ while IFS=: read -r name pkg version bin; do
   # start does not stall ~70 s trying to fetch it.
   if [ "$name" = opencode ]; then
     deps="$PREFIX/opencode-deps"
-    ocv=$("$link" --version 2>/dev/null | tr -d '[:space:]')
+    ocv=$(sed -n 's/^  "version": "\(.*\)",*$/\1/p' "$dest/lib/node_modules/$pkg/package.json" 2>/dev/null | head -1)
     ocv=${ocv:-$version}
     if [ -f "$deps/node_modules/@opencode-ai/plugin/package.json" ] \
        && grep -q "\"version\": \"$ocv\"" "$deps/node_modules/@opencode-ai/plugin/package.json"; then
