@@ -217,3 +217,13 @@ def test_embedding_job_runs_outside_write(mem):
     row = mem.db.execute("SELECT model_id, dim, length(vector) FROM embeddings").fetchone()
     assert row[0].startswith("hash") and row[2] == row[1] * 4
     assert mem.db.execute("SELECT embed_state FROM turns").fetchone()[0] == "done"
+
+
+def test_injected_context_is_not_part_of_the_request(mem):
+    packet = ("<remem_memory_context>\nHistorical notes…\n1. old memory\n</remem_memory_context>\n"
+              "<current_user_request>fix the build</current_user_request>")
+    a = mem.add_turns([TurnIn(request=packet, reply="fixed", agent="claude-code", session_id="S")]).results[0]
+    assert mem.get(a.id)["request"] == "fix the build"
+    g = mem.add_turns([TurnIn(request="<hook_context>digest</hook_context>\n\nrun tests", reply="ok",
+                              agent="gemini", session_id="G")]).results[0]
+    assert mem.get(g.id)["request"] == "run tests"

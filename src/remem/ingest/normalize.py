@@ -27,6 +27,18 @@ def clean_text(text: str | None) -> str:
     return unicodedata.normalize("NFC", text).strip()
 
 
+# context that agents or remem itself injected into the user's turn: never part of the request
+_INJECTED = re.compile(
+    r"<(remem_memory_context|hook_context|remem_resume)\b[^>]*>.*?</\1>\s*|</?current_user_request>", re.S | re.I)
+
+
+def strip_injected(text: str) -> str:
+    """Remove remem's own packets and hook-injected context blocks from a request."""
+    if "<" not in text:
+        return text
+    return _INJECTED.sub("", text).strip()
+
+
 def check_user_text(text: str) -> str:
     """Strict validation for text a person typed or piped: reject instead of silently fixing."""
     if "\x00" in text:
