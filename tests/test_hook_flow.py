@@ -272,3 +272,15 @@ def _short_deadline(real):
     def short(seconds: float):
         return real(1.0)
     return short
+
+
+def test_resume_command_outside_the_prompt_path_then_a_bare_number(mem):
+    """Hermes / OpenClaw run /remem-resume as a command that does not know the session; the next
+    prompt answering with a number picks from that list."""
+    mem.add("port the scheduler to asyncio", agent="codex", project="/srv/sched", session="old-s")
+    listed = json.loads(call("hermes", "resume", {"query": "scheduler asyncio", "cwd": CWD}))["context"]
+    assert "port the scheduler" in listed
+    out = json.loads(call("hermes", "turn-start", {"session_id": "h-live", "cwd": CWD, "prompt": "1"}))
+    assert out["context"].startswith("<remem_resume_episode") and "port the scheduler" in out["context"]
+    out = call("hermes", "turn-start", {"session_id": "h-live", "cwd": CWD, "prompt": "1"})
+    assert "<remem_resume_episode" not in out                          # used once

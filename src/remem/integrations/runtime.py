@@ -29,6 +29,10 @@ from .events import Event, normalize
 REPAIR_AFTER = 2           # consecutive failures of one tool before the repair recall runs
 DIGEST_ITEMS = 5           # turns listed in the session-start project digest
 SESSION_CONTEXT_AGENTS = ("claude-code", "codex")   # Gemini prepends it to the prompt: skip there
+# agents whose /remem-resume is a command outside the prompt path (it does not know the session):
+# their candidate list is kept agent-wide, and a bare 1-5 at the next prompt of any session picks
+SHARED_RESUME_AGENTS = ("hermes", "openclaw")
+SHARED = "*"
 
 
 class Deadline(Exception):
@@ -196,6 +200,8 @@ class Handler:
         with self.state() as st:
             self._close_open_turn(st, "cancelled")
             action = resume.parse(ev.prompt, st, now)
+            if action is None and ev.agent in SHARED_RESUME_AGENTS:
+                action = self._shared_pick(st, now)
             if action is not None:
                 st["pending"] = {"skip": True, "started_at": now}
                 text = resume.handle(self.b, action, st, ev.cwd, now)
@@ -299,7 +305,8 @@ class Handler:
                              session=self.ev.session_id)
             return self.answer("", result=res)
         if op == "resume":
-            with self.state() as st:
+            sid = self.ev.session_id if self.ev.agent not in SHARED_RESUME_AGENTS else SHARED
+            with state.session_state(self.home, self.ev.agent, sid) as st:
                 action = resume.parse(f"/remem-resume {a.get('query') or ''}", st)
                 text = resume.handle(self.b, action or ("query", ""), st, self.ev.cwd)
             return self.answer("", context=text)
@@ -328,6 +335,14 @@ class Handler:
         turn = self._turn(pending, reply=st.pop("reply", "") or delta.reply, tools=delta.tools or hooked,
                           status=delta.status or status)
         self.b.capture([turn])
+
+    def _shared_pick(self, st: dict[str, Any], now: float) -> tuple[str, str] | None:
+        """A bare 1-5 answering a list that a /remem-resume command left agent-wide."""
+        with state.session_state(self.home, self.ev.agent, SHARED) as shared:
+            action = resume.parse(self.ev.prompt, shared, now)
+            if action is not None:
+                st["resume"] = shared.pop("resume")
+        return action
 
     def _note(self, message: str) -> None:
         log.write(self.home, "info", f"{self.ev.agent} {self.ev.name}: {message}")
