@@ -201,6 +201,23 @@ def test_claude_code_end_to_end(run_for):
     r.check()
 
 
+def test_claude_code_remem_resume(run_for):
+    """/remem-resume through Claude's own command: the list reaches the model, then "1" brings the episode."""
+    exe = agent_bin("claude", "CLAUDE_BIN")
+    if not exe:
+        pytest.skip("Claude Code not installed (run scripts/install-agents.sh)")
+    r = run_for("claude-code", 18080)
+    r.install()
+    env = {"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{r.port}", "ANTHROPIC_API_KEY": "sk-ant-dummy",
+           "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    assert r.run(f"{_q(exe)} -p {_q('/remem-resume zebrafish')}", env).returncode == 0, r.diagnostics()
+    bodies = [json.dumps(x.get("body")) for x in r.model_requests()]
+    assert any("<remem_resume>" in b and "1. codex" in b for b in bodies), r.diagnostics()
+    assert r.run(f"{_q(exe)} -p 1 --continue", env).returncode == 0, r.diagnostics()
+    bodies = [json.dumps(x.get("body")) for x in r.model_requests()]
+    assert any("<remem_resume_episode" in b and "vault kv rotate zebrafish" in b for b in bodies), r.diagnostics()
+
+
 def test_codex_end_to_end(run_for):
     exe = agent_bin("codex", "CODEX_BIN")
     if not exe:

@@ -81,12 +81,13 @@ def resume_candidates(query: str, cands: list[dict[str, Any]], now: float | None
     if not cands:
         return (f"<remem_resume>\nNo past episode in remem matches {escape(query)!r}. Tell the user and "
                 "suggest other words.\n</remem_resume>")
+    span = "1" if len(cands) == 1 else f"1–{len(cands)}"
     lines = [f"{i}. {c.get('agent', '?')} · {c.get('project') or '-'} · {age(c.get('when'), now)} — "
              f"{escape(first_line(c.get('title', ''), 90))}" for i, c in enumerate(cands, 1)]
     return ("<remem_resume>\nPast episodes found in remem long-term memory"
             + (f" for {escape(query)!r}" if query else "") + ". Show this numbered list to the user "
-            f"exactly and ask which one to resume (they answer 1–{len(cands)} or "
-            f"/remem-resume 1–{len(cands)}). Do nothing else yet.\n" + "\n".join(lines) + "\n</remem_resume>")
+            f"exactly and ask which one to resume (they answer {span} or /remem-resume {span}). "
+            "Do nothing else yet.\n" + "\n".join(lines) + "\n</remem_resume>")
 
 
 def resume_episode(cand: dict[str, Any], turns: list[dict[str, Any]], now: float | None = None) -> str:
