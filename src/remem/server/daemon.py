@@ -235,7 +235,7 @@ def _run(home: Path, host: str, port: int, sock: socket.socket, token: str, prev
     log = logging.getLogger("remem.daemon")
     if previous and previous.get("pid") and previous.get("pid") != os.getpid():
         log.info("recovered a stale lock left by pid %s", previous["pid"])
-    log.info("remem %s listening on %s (pid %s)", state.health()["version"], base_url(host, port), os.getpid())
+    log.info("listening on %s (pid %s)", base_url(host, port), os.getpid())
     echo(f"remem serving {home} at {base_url(host, port)} (pid {os.getpid()}); stop with `remem serve --stop`")
     config = uvicorn.Config(Front(state), lifespan="on", log_config=None, access_log=False, server_header=False,
                             timeout_graceful_shutdown=3, limit_concurrency=256, timeout_keep_alive=5)

@@ -64,6 +64,9 @@ class Front:
             from .jobkinds import HANDLERS, Scheduler, recover, startup
             from .jobs import JobRunner
 
+            from .state import version
+
+            log.info("remem %s starting", version())
             mem = Remem(st.home)
             st.mem = mem
             recovered = recover(mem)  # before any worker claims a job

@@ -86,7 +86,9 @@ class DaemonState:
         return bool(getattr(self.server, "should_exit", False))
 
     def health(self) -> dict[str, Any]:
-        out = {"ok": self.status != "error", "service": "remem", "status": self.status, "version": version(),
+        # the version is looked up by the loader thread: reading package metadata is too slow for /health
+        ver = version() if self.status != "starting" else None
+        out = {"ok": self.status != "error", "service": "remem", "status": self.status, "version": ver,
                "pid": os.getpid(), "home_id": home_id(self.home), "uptime": round(time.time() - self.started_at, 3)}
         if self.error:
             out["error"] = self.error
