@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agents import canonical_agent
+from ..index.entities import index_turn as index_entities
 from ..index.text import cjk_index_text
 from ..model import STATUSES, ToolCall, TurnIn
 from ..store import jobs as jobrepo
 from ..store.db import transaction
 from ..store.turns import TurnRow, index_trigram, write_turn
-from .normalize import InputError, clean_text, norm_request, sha
+from .normalize import InputError, clean_text, norm_request, sha, strip_injected
 from .redact import redact
 from .signatures import error_signatures
 
@@ -71,7 +72,7 @@ def prepare(turn: TurnIn, *, max_bytes: int = MAX_TURN_BYTES, max_tool_output: i
                 + sum(len(a.input) + len(a.output) + len(a.name) for a in turn.actions))
     if raw_size > max_bytes:
         return None, WriteResult(None, "skipped_oversize")
-    request = clean_text(turn.request)
+    request = strip_injected(clean_text(turn.request))
     reply = clean_text(turn.reply)
     if not request and not reply:
         return None, WriteResult(None, "skipped_empty")
@@ -136,6 +137,8 @@ def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX
                 continue
             tid, status = write_turn(db, row, now)
             out.results.append(WriteResult(tid, status))
+            if status in ("added", "updated"):  # entities for the recall graph, same transaction
+                index_entities(db, row.owner, tid, row.request, row.reply, row.actions, replace=status == "updated")
             if status in ("added", "updated"):
                 changed = True
                 touched.append(tid)

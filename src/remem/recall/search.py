@@ -1,17 +1,44 @@
-"""The ``search`` entry point: lexical channels fused by reciprocal rank (hybrid grows here)."""
+"""The ``search`` entry point: query → channels → fusion → evidence → boosts → diversity.
+
+``search`` returns turns with per-channel score details; ``search_sessions`` ranks whole
+sessions (episodes) from the same evidence. Both read through a Scope only.
+"""
 
 from __future__ import annotations
 
+import re
+import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..index.text import fts_expr, query_terms, substring_terms, trigram_expr
 from ..scope import Scope
+from ..store import recall as recrepo
 from ..store import turns as turnrepo
+from . import rank as rk
+from .channels import Channel, gather, scope_corpus
+from .config import DEFAULT, RecallConfig
+from .query import Query, build
 
 if TYPE_CHECKING:
     from ..core import Remem
 
-RRF_K = 60
+RRF_K = rk.RRF_K
+LEXICAL = ("bm25", "substring", "time")
+_SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30})?):\s")
+
+
+@dataclass
+class Ranked:
+    query: Query
+    channels: dict[str, Channel]
+    items: list[tuple[str, float]]                       # final order
+    details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sessions: list[tuple[str, float]] = field(default_factory=list)  # session key, score
+    best_turn: dict[str, str] = field(default_factory=dict)           # session key → best turn
+
+    def stats(self) -> dict[str, Any]:
+        return {name: ch.stat() for name, ch in self.channels.items()}
 
 
 def result_text(row: dict[str, Any], limit: int = 600) -> str:
@@ -21,27 +48,119 @@ def result_text(row: dict[str, Any], limit: int = 600) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def search(mem: Remem, query: str, scope: Scope, *, k: int = 10, explain: bool = False) -> list[dict[str, Any]]:
+def session_key(row: dict[str, Any]) -> str:
+    return f"{row['owner']}/{row['agent']}/{row['session_id']}" if row.get("session_id") else ""
+
+
+def _session_ranking(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, scores: dict[str, float],
+                     groups: dict[str, str], bm25_hits: list[tuple[str, float]]) -> tuple[list[tuple[str, float]],
+                                                                                          dict[str, str]]:
+    """Sessions ranked by RRF of (their lexical score, their best turn's fused score)."""
+    best: dict[str, tuple[str, float]] = {}
+    for tid, s in scores.items():
+        g = groups.get(tid)
+        if g and (g not in best or s > best[g][1]):
+            best[g] = (tid, s)
+    by_best = sorted(((g, s) for g, (_, s) in best.items()), key=lambda x: -x[1])
+    lexical: list[tuple[str, float]] = []
+    if cfg.session_source == "okapi":
+        corp = scope_corpus(mem.db, scope)
+        if corp is not None:
+            from . import okapi
+
+            words = okapi.tokenize(q.text)
+            if cfg.stop_words:
+                words = [w for w in words if w in set(q.words)] or words
+            lexical = corp.top_sessions(words, cfg.pool)
+    if not lexical and bm25_hits:
+        agg: dict[str, list[float]] = {}
+        for tid, s in bm25_hits:
+            g = groups.get(tid)
+            if g:
+                agg.setdefault(g, []).append(s)
+        lexical = sorted(((g, sum(sorted(v, reverse=True)[:3])) for g, v in agg.items()), key=lambda x: -x[1])
+    if cfg.session_source == "okapi" and not cfg.session_weight:
+        fused = dict(lexical)  # plain reference: session documents alone
+    else:
+        fused, _ = rk.rrf({"lexical": lexical, "best_turn": by_best}, k=cfg.rrf_k)
+    order = sorted(fused.items(), key=lambda x: -x[1])
+    return order, {g: t for g, (t, _) in best.items()}
+
+
+def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig = DEFAULT,
+         now: float | None = None, with_neighbours: bool = True) -> Ranked:
+    """The whole ranking, with everything needed to explain it."""
+    now = time.time() if now is None else now
+    q = build(query, now=now)
+    chans = gather(mem, q, scope, cfg)
+    hits = {n: c.hits for n, c in chans.items() if c.available and c.hits}
+    fused, det = rk.rrf(hits, cfg.weights, k=cfg.rrf_k)
+    fused = rk.agreement_bonus(fused, det, cfg.agreement, counted=[c for c in hits if c != "recency"])
+    if len(hits) > 1 or "recency" not in hits:
+        # recency only ranks what another channel found; it never brings a turn in alone
+        fused = {t: s for t, s in fused.items() if set(det.get(t, {})) - {"recency"}}
     db = mem.db
-    pool = max(50, k * 5)
-    channels: dict[str, list[tuple[str, float]]] = {
-        "bm25": turnrepo.search_words(db, scope, fts_expr(query), pool),
-        "substring": turnrepo.search_substring(db, scope, trigram_expr(substring_terms(query)), pool),
-    }
-    words, runs = query_terms(query)
-    short = [t for t in [*words, *runs] if len(t) < 3]
-    if short and not any(channels.values()):
-        channels["scan"] = turnrepo.search_like(db, scope, short[0], pool)
-    fused: dict[str, float] = {}
-    details: dict[str, dict[str, Any]] = {}
-    for name, hits in channels.items():
-        for rank, (tid, score) in enumerate(hits, start=1):
-            fused[tid] = fused.get(tid, 0.0) + 1.0 / (RRF_K + rank)
-            details.setdefault(tid, {})[name] = {"rank": rank, "score": round(score, 4)}
-    best = sorted(fused.items(), key=lambda kv: -kv[1])[:k]
-    rows = turnrepo.get_many(db, scope, [tid for tid, _ in best])
+    meta = recrepo.meta(db, scope, list(fused), text_chars=160)
+    fused = {t: s for t, s in fused.items() if t in meta}  # scope re-checked on every candidate
+    details: dict[str, dict[str, Any]] = {t: {"channels": det.get(t, {}), "boosts": {}, "evidence": {}}
+                                          for t in fused}
+    groups = {t: session_key(m) for t, m in meta.items()}
+    # neighbours: the turns around the best candidates are evidence too
+    if cfg.neighbour_weight and with_neighbours and fused:
+        top = sorted(fused, key=lambda t: -fused[t])[:20]
+        nb = recrepo.neighbours(db, scope, [meta[t] for t in top])
+        new_ids = [x for v in nb.values() for x in v if x not in meta]
+        meta.update(recrepo.meta(db, scope, new_ids, text_chars=160))
+        groups.update({t: session_key(m) for t, m in meta.items()})
+        nb_of: dict[str, list[str]] = {}
+        for t, v in nb.items():
+            for x in v:
+                nb_of.setdefault(x, []).append(t)
+        fused, parts = rk.spread(fused, groups, nb_of, session_weight=0.0, neighbour_weight=cfg.neighbour_weight)
+        for t, p in parts.items():
+            details.setdefault(t, {"channels": det.get(t, {}), "boosts": {}, "evidence": {}})["evidence"].update(p)
+    sessions, best_turn = _session_ranking(mem, q, scope, cfg, fused, groups, hits.get("bm25", []))
+    if cfg.session_weight and sessions:
+        srank = {g: i for i, (g, _) in enumerate(sessions, start=1)}
+        for t in fused:
+            r = srank.get(groups.get(t, ""))
+            if r:
+                add = cfg.session_weight / (cfg.rrf_k + r)
+                fused[t] += add
+                details[t]["evidence"]["session"] = {"rank": r, "added": round(add, 6)}
+    # boosts
+    qwords = set(q.all_words)
+    speakers = {t: m.group(1) for t, row in meta.items() if t in fused
+                and (m := _SPEAKER.match(row.get("request") or ""))}
+    named = {s for s in speakers.values() if s.split()[0].lower() in qwords}
+    final: dict[str, float] = {}
+    for t, s in fused.items():
+        row = meta[t]
+        when = row.get("ended_at") or row.get("started_at") or row.get("updated_at")
+        f = rk.boost_factors(age_seconds=(now - when) if when else None, importance=float(row["importance"]),
+                             status=row["status"], access_count=int(row["access_count"] or 0),
+                             recency_weight=cfg.recency_weight, half_life_days=cfg.half_life_days,
+                             importance_weight=cfg.importance_weight, failed_penalty=cfg.failed_penalty)
+        if cfg.speaker_boost != 1.0 and len(named) == 1 and speakers.get(t) in named:
+            f["speaker"] = cfg.speaker_boost
+        f = {n: v for n, v in f.items() if v != 1.0}
+        final[t] = rk.apply_boosts(s, f)
+        details[t]["boosts"] = f
+    order = sorted(final.items(), key=lambda x: (-x[1], x[0]))
+    order = rk.adaptive_threshold(order, cfg.threshold)
+    if cfg.mmr_lambda < 1.0 or cfg.session_cap:
+        toks = {t: set((meta[t].get("request") or "").lower().split()) for t, _ in order[: k * 4]}
+        order = rk.mmr(order[: k * 4], lambda a, b: rk.jaccard(toks[a], toks[b]), k=k, lam=cfg.mmr_lambda,
+                       group_of=lambda t: groups.get(t) or t, group_cap=cfg.session_cap)
+    for t, s in order:
+        details[t]["final"] = round(s, 6)
+    return Ranked(q, chans, order[:k], details, meta, sessions, best_turn)
+
+
+def to_results(mem: Remem, scope: Scope, ranked: Ranked, *, explain: bool) -> list[dict[str, Any]]:
+    rows = turnrepo.get_many(mem.db, scope, [t for t, _ in ranked.items])
     out = []
-    for tid, score in best:
+    for tid, score in ranked.items:
         row = rows.get(tid)
         if row is None:  # scope re-checked on the final read
             continue
@@ -49,6 +168,26 @@ def search(mem: Remem, query: str, scope: Scope, *, k: int = 10, explain: bool =
                 "agent": row["agent"], "project": row["project"], "session_id": row["session_id"],
                 "created_at": row["created_at"], "updated_at": row["updated_at"], "status": row["status"]}
         if explain:
-            item["details"] = {"channels": details.get(tid, {})}
+            item["details"] = ranked.details.get(tid, {"channels": {}, "boosts": {}})
         out.append(item)
+    return out
+
+
+def search(mem: Remem, query: str, scope: Scope, *, k: int = 10, explain: bool = False,
+           config: RecallConfig | None = None) -> list[dict[str, Any]]:
+    """Top ``k`` turns for ``query`` inside ``scope``; with ``explain`` each carries ``details``
+    (``channels``: name → rank/score/weight, ``boosts``: name → factor, ``evidence``, ``final``)."""
+    ranked = rank(mem, query, scope, k=k, cfg=config or DEFAULT)
+    return to_results(mem, scope, ranked, explain=explain)
+
+
+def search_sessions(mem: Remem, query: str, scope: Scope, *, k: int = 5,
+                    config: RecallConfig | None = None) -> list[dict[str, Any]]:
+    """Sessions (episodes) best first: {"session", "owner", "agent", "session_id", "score", "best_turn"}."""
+    ranked = rank(mem, query, scope, k=1, cfg=config or DEFAULT)
+    out = []
+    for key, score in ranked.sessions[:k]:
+        owner, agent, sid = key.split("/", 2)
+        out.append({"session": key, "owner": owner, "agent": agent, "session_id": sid, "score": round(score, 6),
+                    "best_turn": ranked.best_turn.get(key)})
     return out

@@ -281,3 +281,51 @@ def _split_sql(sql: str) -> list[str]:
     if buf.strip():
         out.append(buf.strip())
     return out
+
+
+@migration
+def m002_recall_indexes(db: sqlite3.Connection) -> None:
+    """Recall: error signatures as rows (structural channel), and change tracking for the
+    in-memory vector index (new/updated vectors by time, deletions by a small log)."""
+    script(
+        db,
+        """
+        CREATE TABLE turn_errors (              -- one row per error signature of a turn
+            sig TEXT NOT NULL,
+            head TEXT NOT NULL,                 -- the error type: text before the first ':'
+            turn_id TEXT NOT NULL REFERENCES turns(id) ON DELETE CASCADE,
+            owner TEXT NOT NULL,
+            PRIMARY KEY (sig, turn_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX turn_errors_head ON turn_errors(head);
+        CREATE INDEX turn_errors_turn ON turn_errors(turn_id);
+        CREATE TRIGGER turn_errors_ai AFTER INSERT ON turns WHEN new.error_sigs != '[]' BEGIN
+            INSERT OR IGNORE INTO turn_errors (sig, head, turn_id, owner)
+                SELECT value, trim(substr(value, 1, instr(value || ':', ':') - 1)), new.id, new.owner
+                FROM json_each(new.error_sigs);
+        END;
+        CREATE TRIGGER turn_errors_au AFTER UPDATE OF error_sigs ON turns BEGIN
+            DELETE FROM turn_errors WHERE turn_id = old.id;
+            INSERT OR IGNORE INTO turn_errors (sig, head, turn_id, owner)
+                SELECT value, trim(substr(value, 1, instr(value || ':', ':') - 1)), new.id, new.owner
+                FROM json_each(new.error_sigs);
+        END;
+        CREATE TRIGGER turn_errors_ad AFTER DELETE ON turns BEGIN
+            DELETE FROM turn_errors WHERE turn_id = old.id;
+        END;
+        INSERT OR IGNORE INTO turn_errors (sig, head, turn_id, owner)
+            SELECT j.value, trim(substr(j.value, 1, instr(j.value || ':', ':') - 1)), t.id, t.owner
+            FROM turns t, json_each(t.error_sigs) j WHERE t.error_sigs != '[]';
+
+        CREATE INDEX embeddings_created ON embeddings(model_id, field, created_at);
+        CREATE TABLE embedding_deletes (        -- deleted vectors, for in-memory index refresh
+            seq INTEGER PRIMARY KEY,
+            row_kind TEXT NOT NULL, row_id TEXT NOT NULL, field TEXT NOT NULL, model_id TEXT NOT NULL
+        );
+        CREATE TRIGGER embeddings_ad AFTER DELETE ON embeddings BEGIN
+            INSERT INTO embedding_deletes (row_kind, row_id, field, model_id)
+                VALUES (old.row_kind, old.row_id, old.field, old.model_id);
+            DELETE FROM embedding_deletes WHERE seq < (SELECT max(seq) FROM embedding_deletes) - 100000;
+        END;
+        """
+    )

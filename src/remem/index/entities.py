@@ -1,0 +1,95 @@
+"""Entities at write time: paths, symbols, packages, commands, error types, URLs, and names of
+people and places in chat text. Extraction is pure regex work (no model, no numpy), cheap
+enough to run inside the write transaction; co-occurrence edges link entities of one turn.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+MAX_PER_TURN = 24
+MAX_SCAN_CHARS = 20_000  # entities of a huge tool output are mostly noise; bound the work
+
+_URL = re.compile(r"https?://[^\s<>\"'`)\]]+")
+_PATH = re.compile(r"(?<![\w@])(?:~/|\.{1,2}/|/)?(?:[\w.@+-]+/)+[\w.@+-]+"
+                   r"|\b[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|java|rb|c|h|cpp|md|json|toml|yaml|yml|sh|sql|lock)\b")
+_SYMBOL = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b|\b[a-z]+(?:_[a-z0-9]+)+\b"
+                     r"|\b[a-z]+(?:[A-Z][a-z0-9]+)+\b|\b(?:[A-Z][a-z0-9]+){2,}\b")
+_PACKAGE = re.compile(r"\b(?:pip3? install|uv (?:add|pip install)|npm (?:install|i|add)|pnpm add|yarn add|"
+                      r"cargo add|go get|gem install|brew install|apt(?:-get)? install)\s+((?:-{1,2}[\w-]+\s+)*)"
+                      r"([@\w./-]+(?:\s+[@\w./-]+){0,3})")
+_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))", re.M)
+_COMMAND = re.compile(r"(?:^|\n)\s*(?:\$\s+)?(git|npm|pnpm|yarn|pip|uv|cargo|go|make|docker|kubectl|pytest|"
+                      r"python3?|node|bash|ruff|mypy|terraform|gh)\s+([a-z][\w-]*)")
+_ERROR = re.compile(r"\b([A-Z][A-Za-z]*(?:Error|Exception))\b|\b(E\d{3,5}|TS\d{4}|error\[E\d{4}\])")
+_NOT_PACKAGES = frozenset("then and && || ; to in on with from for or git npm run".split())
+# Capitalised words (and runs of them) in prose: people, places, products.
+_NAME = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2}|[A-Z]{2,6})\b")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]\s*|[\"'(]\s*)$")
+_NOT_NAMES = frozenset(
+    "I I'm The A An And But Or If So Then This That These Those It Its We You He She They My Our Your "
+    "His Her Their What When Where Why How Who Which Yes No Ok Okay Hey Hi Hello Thanks Thank Sure Also "
+    "Just Maybe Well Oh Wow Great Good Nice Cool Awesome Really Let Please Do Does Did Is Are Was Were "
+    "Have Has Had Can Could Would Should Will Not Now Here There Today Yesterday Tomorrow Monday Tuesday "
+    "Wednesday Thursday Friday Saturday Sunday January February March April May June July August "
+    "September October November December OK TODO FIXME NOTE API URL JSON HTTP CLI".split()
+)
+
+
+def _names(text: str) -> list[str]:
+    out = []
+    for m in _NAME.finditer(text):
+        word = m.group(1)
+        first = word.split()[0]
+        if first in _NOT_NAMES:
+            # "The Hague" stays out, but the rest of a run may still be a name
+            rest = word.split()[1:]
+            if not rest:
+                continue
+            word = " ".join(rest)
+        if _SENTENCE_START.search(text[max(0, m.start() - 3):m.start()]) and " " not in word:
+            # sentence-initial single words are usually just capitalised; keep those seen mid-sentence
+            if not re.search(rf"[a-z,]\s+{re.escape(word)}\b", text):
+                continue
+        out.append(word.lower())
+    return out
+
+
+def extract(text: str, *, query: bool = False) -> list[tuple[str, str]]:
+    """Distinct (kind, name) pairs in ``text``, most specific kinds first, at most MAX_PER_TURN."""
+    text = (text or "")[:MAX_SCAN_CHARS]
+    found: list[tuple[str, str]] = []
+    found += [("url", u.rstrip(".,;:")) for u in _URL.findall(text)]
+    scrubbed = _URL.sub(" ", text)
+    found += [("path", p.rstrip(".,;:")) for p in _PATH.findall(scrubbed) if len(p) > 3 and "/" in p or "." in p]
+    for m in _PACKAGE.finditer(scrubbed):
+        for p in m.group(2).split():
+            if p.lower() in _NOT_PACKAGES:
+                break
+            found.append(("package", p.lower().rstrip(".,;:")))
+    for m in _IMPORT.finditer(scrubbed):
+        found.append(("package", (m.group(1) or m.group(2)).split(".")[0].lower()))
+    for m in _COMMAND.finditer(scrubbed):
+        found.append(("command", f"{m.group(1)} {m.group(2)}"))
+    for m in _ERROR.finditer(scrubbed):
+        found.append(("error", m.group(1) or m.group(2)))
+    paths = {n for k, n in found if k in ("path", "error")}
+    for s in _SYMBOL.findall(scrubbed):
+        if s not in paths and not any(s in p for p in paths) and len(s) >= 4:
+            found.append(("symbol", s))
+    found += [("name", n) for n in _names(scrubbed) if len(n) >= 2]
+    out = list(dict.fromkeys((k, n[:200]) for k, n in found if n))
+    return out[:MAX_PER_TURN]
+
+
+def turn_text(request: str, reply: str, actions: str = "") -> str:
+    return "\n".join(x for x in (request, reply, actions[:4000]) if x)
+
+
+def index_turn(db: sqlite3.Connection, owner: str, turn_id: str, request: str, reply: str, actions: str,
+               *, replace: bool = False) -> int:
+    """Extract and store a turn's entities (inside the caller's transaction)."""
+    from ..store.entities import put_mentions
+
+    return put_mentions(db, owner, turn_id, extract(turn_text(request, reply, actions)), replace=replace)

@@ -1,0 +1,405 @@
+"""Secret redaction: every text passes through here before it is stored or logged.
+
+Stdlib only, because the hook process imports it. Each rule is a precompiled regex and a
+function that decides, per match, whether it is a secret and what replaces it. Rules run in a
+fixed order, most specific first: provider tokens before generic ``key=value`` assignments.
+Replacements are short, greppable markers such as ``[REDACTED:github_token]``; where a key name,
+user or host gives useful context it is kept (``DB_PASSWORD=[REDACTED:password]``). No rule
+matches a marker, so redacting twice changes nothing.
+
+Speed: the work happens on the UTF-8 bytes. Patterns start with a literal, so the regex engine
+skips through text with a fast substring search instead of trying each position, and a rule is
+skipped when its trigger substrings (or a long enough run of token characters) are absent.
+Rules that ignore case search ``data.lower()``, whose offsets equal those of ``data`` because
+``bytes.lower`` only touches ASCII letters. Every match starts and ends on an ASCII byte, so
+splicing never cuts a multi-byte character.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+__all__ = ["KINDS", "RedactResult", "marker", "redact", "redact_text"]
+
+
+@dataclass(slots=True)
+class RedactResult:
+    """The redacted text, how many spans were replaced, and how many of each kind."""
+
+    text: str
+    count: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)
+
+
+def marker(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+Edit = tuple[int, int, str, bytes]  # replace data[start:end] with the bytes; count it as kind
+Decide = Callable[[re.Match[bytes], bytes], Edit | None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    pattern: re.Pattern[bytes]
+    decide: Decide
+    triggers: tuple[bytes, ...]  # the rule runs only if one of these occurs in what it searches…
+    min_run: int  # …and the text has a run of this many base64/token characters
+    nocase: bool  # the pattern is lower-case and searches data.lower()
+
+
+# ---------------------------------------------------------------- value heuristics
+
+_HAS_DIGIT = re.compile(r"\d")
+_HAS_ALPHA = re.compile(r"[A-Za-z]")
+_HAS_SYMBOL = re.compile(r"[^A-Za-z0-9_.:/-]")  # beyond identifier and path punctuation
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_TEMPLATE = re.compile(r"\{[^}]*\}|%\(?\w*\)?s")  # {name}, f"{x}", %s, %(name)s
+_UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+_CODE_REF = re.compile(r"[a-z_]+(?:\.[A-Za-z_]\w*)+")  # module.attr.Name
+# Identifiers, dotted attributes, paths, versions: word-like segments joined by _ . / - :
+_SEGMENT = r"(?:(?:[A-Z]?+[a-z]++|[A-Z]++(?![a-z]))++\d{0,6}+|\d++)"  # word, camelCase, ABC, 123
+_WORDY = re.compile(rf"[~._]{{0,2}}[/\\]?{_SEGMENT}(?:[_./\\:-]++{_SEGMENT})*+[_./-]?")
+_CALL = re.compile(r"[\w.]+\(.*\)")
+_PLACEHOLDER_START = ("$", "{", "<", "%", "[", "*", "(", "-", "@")
+_PLACEHOLDER_WORDS = frozenset({"password", "passwd", "pass", "pwd", "secret", "token", "changeme", "xxx"})
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _looks_secret(value: str, min_len: int, password: bool = False) -> bool:
+    """Long enough, mixes letters with digits (or symbols, for passwords), and is not a
+    placeholder, identifier, path, URL or call expression."""
+    if len(value) < min_len or value.startswith(_PLACEHOLDER_START) or "://" in value:
+        return False
+    if len(set(value)) < 5 or not _HAS_ALPHA.search(value) or _TEMPLATE.search(value):
+        return False
+    if len(value) < 32 and _HEX.fullmatch(value):  # short hex: an id or digest, not a key
+        return False
+    if not (_HAS_DIGIT.search(value) or (password and _HAS_SYMBOL.search(value))):
+        return False
+    return not (_WORDY.fullmatch(value) or _CALL.fullmatch(value))
+
+
+_KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_PASSWORD_WORDS = frozenset({"password", "passwd", "pwd", "passphrase", "passcode", "storepass", "keypass"})
+_SECRET_WORDS = frozenset({
+    "secret", "secrets", "token", "apikey", "auth", "authorization", "credential", "credentials",
+    "accesskey", "secretkey", "privatekey", "clientsecret", "accesstoken", "authtoken", "pat",
+})
+_KEY_QUALIFIERS = frozenset({
+    "api", "access", "secret", "private", "client", "signing", "encryption", "master", "session",
+    "auth", "license", "app", "service", "account", "deploy", "admin", "webhook", "consumer",
+})
+# A last word saying the value describes the secret rather than being it.
+_NOT_SECRET_LAST = frozenset({
+    "count", "counts", "len", "length", "name", "names", "id", "ids", "type", "file", "path", "dir",
+    "url", "uri", "env", "var", "field", "size", "limit", "max", "min", "prefix", "ttl", "format",
+    "header", "endpoint", "expiry", "expires", "at", "mode", "enabled", "required", "hint", "arn",
+})
+
+
+@functools.lru_cache(maxsize=4096)
+def _key_kind(name: str) -> str | None:
+    """The kind of secret a key name like ``DB_PASSWORD``, ``clientSecret`` or ``--api-key``
+    announces: 'password', 'secret', 'aws_secret_key', or None."""
+    words = [w.lower() for w in _KEY_WORD.findall(name)]
+    if not words or words[-1] in _NOT_SECRET_LAST or "public" in words:
+        return None
+    if ("aws" in words and "secret" in words) or "secretaccesskey" in "".join(words):
+        return "aws_secret_key"
+    if words[-1] == "pass" or any(w in _PASSWORD_WORDS or w.endswith(("password", "passwd")) for w in words):
+        return "password"
+    for prev, w in zip(["", *words], words, strict=False):
+        if w in _SECRET_WORDS or w.endswith(("secret", "token", "apikey")):
+            return "secret"
+        if w == "key" and prev in _KEY_QUALIFIERS:
+            return "secret"
+    return None
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _at_word_start(data: bytes, i: int) -> bool:
+    return i == 0 or data[i - 1] not in _WORD_BYTES
+
+
+def _b64_size(payload: bytes) -> int:
+    """Decoded size of a base64 payload."""
+    padding = len(payload) - len(payload.rstrip(b"="))
+    return len(payload) * 3 // 4 - padding
+
+
+def _human_size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / (1024 * 1024):.1f} MB"
+
+
+# ---------------------------------------------------------------- decisions
+
+
+def _edit(m: re.Match[bytes], kind: str, group: int | str = 0) -> Edit:
+    return m.start(group), m.end(group), kind, marker(kind).encode()
+
+
+def _token(kind: str, check: Callable[[str], bool] | None = None) -> Decide:
+    """A provider token: the whole match, if it starts a word (and passes ``check``)."""
+
+    def decide(m: re.Match[bytes], data: bytes) -> Edit | None:
+        if not _at_word_start(data, m.start()) or (check and not check(_text(m[0]))):
+            return None
+        return _edit(m, kind)
+
+    return decide
+
+
+def _whole(kind: str) -> Decide:
+    return lambda m, data: _edit(m, kind)
+
+
+def _random_body(token: str) -> bool:
+    body = token.split("-", 1)[1]
+    return bool(_HAS_DIGIT.search(body)) and not _WORDY.fullmatch(body)
+
+
+def _sk_key(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """``sk-ant-…`` is Anthropic's; other ``sk-…`` with a random-looking body is OpenAI's."""
+    if not _at_word_start(data, m.start()):
+        return None
+    if m["ant"]:
+        return _edit(m, "anthropic_key")
+    return _edit(m, "openai_key") if _random_body(_text(m[0])) else None
+
+
+def _stripe_key(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """``sk_live_…`` / ``rk_test_…``; the pattern starts at the ``k`` to keep a literal prefix."""
+    start = m.start() - 1
+    if not _at_word_start(data, start):
+        return None
+    return start, m.end(), "stripe_key", marker("stripe_key").encode()
+
+
+def _mixed_case(token: str) -> bool:
+    return token != token.lower() and token != token.upper()
+
+
+def _url_password(m: re.Match[bytes], data: bytes) -> Edit | None:
+    pw = _text(m["pw"])
+    if pw.startswith(_PLACEHOLDER_START) or len(set(pw)) < 2 or pw.lower() in _PLACEHOLDER_WORDS:
+        return None
+    return _edit(m, "url_password", "pw")
+
+
+def _is_basic_credential(value: str) -> bool:
+    try:
+        decoded = base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    return ":" in decoded and decoded.isprintable()
+
+
+def _auth_header(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """``Bearer <token>``, ``token <token>`` or ``Basic <base64 user:pass>`` (matched in lower case)."""
+    value = _text(data[m.start("val"):m.end("val")])
+    if not _at_word_start(data, m.start()):
+        return None
+    if m["scheme"] == b"basic":
+        return _edit(m, "basic_auth", "val") if _is_basic_credential(value) else None
+    if m["scheme"] == b"token" and _UUID.fullmatch(value):  # "token 1b4e28ba-… expired": an id in a log
+        return None
+    min_len = 12 if m["scheme"] == b"bearer" else 16
+    return _edit(m, "bearer_token", "val") if _looks_secret(value, min_len) else None
+
+
+def _cli_password(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """``curl -u user:pass``; also ``mysql … -pPASS`` (see _mysql_password)."""
+    pw = _text(m["pw"])
+    if len(pw) < 4 or pw.startswith(_PLACEHOLDER_START) or pw.lower() in _PLACEHOLDER_WORDS:
+        return None
+    return _edit(m, "password", "pw") if _at_word_start(data, m.start()) else None
+
+
+def _mysql_password(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """``-pPASS`` on a line that runs mysql, mysqldump, mysqladmin…"""
+    line_start = data.rfind(b"\n", 0, m.start()) + 1
+    return _cli_password(m, data) if b"mysql" in data[line_start:m.start()] else None
+
+
+_KEY_START = re.compile(rb"(?<![\w.-])[\w.-]{0,60}\Z")
+
+
+def _assignment(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """``key=value`` in env, JSON, YAML, code, headers or CLI flags, found at a secret-ish word
+    inside the key: redact the value when the whole key names a secret and the value looks like
+    one (≥ 16 chars mixing letters and digits; ≥ 8 for passwords)."""
+    start = _KEY_START.search(data, max(0, m.start() - 60), m.start())
+    key = _text(data[start.start() if start else m.start():m.end("rest")])
+    kind = _key_kind(key)
+    spaced = not m["sep"].strip()  # `--password X`, `aws_secret_access_key X`
+    if kind is None or (spaced and not key.startswith("-") and kind != "aws_secret_key"):
+        return None
+    group = "qval" if m["qval"] is not None else "bval"
+    value = _text(data[m.start(group):m.end(group)])
+    if group == "bval" and (_CODE_REF.fullmatch(value) or (b":" in m["sep"] and _annotation(data, m.end()))):
+        return None  # code: `key = module.attr`, `key: Type,` / `key: Type | None`, `{key: variable}`
+    if not _looks_secret(value, 8 if kind == "password" else 16, kind == "password"):
+        return None
+    return _edit(m, kind, group)
+
+
+def _annotation(data: bytes, end: int) -> bool:
+    """A bare value followed by , ) | = ] } — a type annotation or an object literal's variable."""
+    rest = data[end:end + 3].lstrip(b" ")
+    return rest[:1] in (b",", b")", b"|", b"=", b"]", b"}")
+
+
+def _data_url(m: re.Match[bytes], data: bytes) -> Edit | None:
+    mime = _text(m["mime"] or b"")
+    note = f"[data:{mime};base64 · {_human_size(_b64_size(m['b64']))} removed]"
+    return m.start(), m.end(), "data_url", note.encode()
+
+
+def _private(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """A ``<private>`` span, unless it only shows the syntax (``<private>…</private>``)."""
+    return None if m["body"].strip() in (b"", b"...", "…".encode()) else _edit(m, "private")
+
+
+_URL_HEAD = re.compile(rb"[A-Za-z][\w+.-]*://[^\s\"'<>()]*\Z")
+
+
+def _base64_blob(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """A long base64 run, unless it is really a long path, identifier or part of a URL."""
+    if _URL_HEAD.search(data, max(0, m.start() - 300), m.start()):
+        return None
+    run = _text(m[0])
+    seps = sum(run.count(c) for c in "/_-+")
+    if seps * 12 > len(run) or not _HAS_DIGIT.search(run) or not _mixed_case(run) or _WORDY.fullmatch(run):
+        return None
+    return m.start(), m.end(), "base64", f"[base64 · {_b64_size(m[0])} bytes removed]".encode()
+
+
+# ---------------------------------------------------------------- rules, in order
+
+
+def _rule(pattern: bytes, decide: Decide, *triggers: bytes, min_run: int = 0, nocase: bool = False) -> _Rule:
+    return _Rule(re.compile(pattern, re.S), decide, triggers, min_run, nocase)
+
+
+_VALUE = (rb"""(?:[rbfu]{0,2}(?P<q>\\?["'`])(?P<qval>[^"'`\s\\\x80-\xff]{8,512}+)(?P=q)"""
+          rb"""|(?P<bval>[^\s"'`,;(){}\[\]<>&|\\\x80-\xff]{8,512}+)(?![(\[{]))""")
+# Found at a secret-ish word inside the key; _assignment() looks back for the key's start.
+_ASSIGNMENT = rb"""(?P<rest>[\w.-]{0,60}+)(?P<sep>\\?["'`]?[ \t]*(?::=|=>|[:=])[ \t]*|[ \t]+)""" + _VALUE
+_PEM_GAP = rb"(?:\s|\\[nr])*+"
+_PEM = (rb"-----BEGIN (?P<label>[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?)-----"
+        # body: base64 lines and "Proc-Type: …" headers; END may be missing from a truncated paste
+        rb"(?P<body>(?:" + _PEM_GAP + rb"(?:[A-Za-z0-9+/=]{16,}+|[A-Z][A-Za-z-]*+: [^\n\\]*+))*+)"
+        rb"(?P<end>" + _PEM_GAP + rb"[A-Za-z0-9+/=]{0,16}+" + _PEM_GAP + rb"-----END (?P=label)-----)?")
+
+_RULES: tuple[_Rule, ...] = (
+    _rule(rb"<private>(?P<body>(?:[^<]++|<(?!private>|/private))*+)</private\s*>", _private,
+          b"</private", nocase=True),
+    _rule(_PEM, lambda m, data: _edit(m, "private_key") if m["body"] or m["end"] else None, b"PRIVATE KEY"),
+    _rule(rb"data:(?P<mime>[\w.+-]++/[\w.+-]++)?(?:;[\w.+-]++=[\w.+%-]++)*+;base64,"
+          rb"(?P<b64>[A-Za-z0-9+/]{20,}=*)", _data_url, b";base64,"),
+    # (?<!…) after the literal: try only where a run starts, so "eyJeyJ…" stays linear
+    _rule(rb"eyJ(?<![\w-]eyJ)[\w-]{5,}+\.eyJ[\w-]{5,}+\.[\w-]*+", _whole("jwt"), b"eyJ"),
+    _rule(rb"sk-(?:(?P<ant>ant-)|proj-|svcacct-|admin-|None-)?[\w-]{20,}", _sk_key, b"sk-", min_run=20),
+    _rule(rb"gh[pousr]_[A-Za-z0-9]{36,251}", _token("github_token"), b"gh", min_run=20),
+    _rule(rb"github_pat_\w{50,}", _token("github_token"), b"github_pat_", min_run=20),
+    _rule(rb"gl(?:pat|dt|rt|ptt)-[\w-]{20,}", _token("gitlab_token"), b"gl", min_run=20),
+    _rule(rb"https://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<path>[\w/-]{10,})",
+          lambda m, data: _edit(m, "slack_webhook", "path"), b"hooks.slack.com", min_run=20),
+    _rule(rb"xox[abposr]-[A-Za-z0-9-]{10,}", _token("slack_token", _random_body), b"xox", min_run=20),
+    _rule(rb"xapp-[A-Za-z0-9-]{10,}", _token("slack_token", _random_body), b"xapp-", min_run=20),
+    _rule(rb"A(?:KIA|SIA)[A-Z0-9]{16}(?![A-Za-z0-9])", _token("aws_access_key_id"), b"AKIA", b"ASIA",
+          min_run=20),
+    _rule(rb"AIza[\w-]{35}", _token("google_api_key"), b"AIza", min_run=20),
+    _rule(rb"k_(?<=[sr]k_)(?:live|test)_[A-Za-z0-9]{16,}", _stripe_key, b"k_", min_run=20),
+    _rule(rb"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", _token("npm_token"), b"npm_", min_run=20),
+    _rule(rb"hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9])", _token("huggingface_token", _mixed_case), b"hf_",
+          min_run=20),
+    _rule(rb"""://(?P<user>[^\s:/?#@\[\]"'<>]*+):(?P<pw>[^\s/?#@"'<>]++)@(?=[\w\[.-])""", _url_password,
+          b"://"),
+    _rule(rb"(?P<scheme>b(?:earer|asic))[ \t]+(?P<val>[\w.~+/-]{8,}=*)", _auth_header, b"bearer", b"basic",
+          nocase=True),
+    _rule(rb"(?P<scheme>token)[ \t]+(?P<val>[\w.~+/-]{16,}=*)", _auth_header, b"token", nocase=True),
+    _rule(rb"""-(?:u|-user)[ \t=]+["']?[^\s:"'$]++:(?P<pw>[^\s"']++)""", _cli_password, b"-u"),
+    _rule(rb"""-p(?P<pw>[^\s"']++)""", _mysql_password, b"mysql"),
+    *(_rule(word + _ASSIGNMENT, _assignment, word, nocase=True)
+      for word in (b"pass", b"pwd", b"secret", b"token", b"key", b"auth", b"cred")),
+    _rule(rb"(?<![\w+/-])[\w+/-]{200,}+=*", _base64_blob, min_run=200),
+)
+
+KINDS: tuple[str, ...] = (
+    "private", "private_key", "data_url", "jwt", "anthropic_key", "openai_key", "github_token",
+    "gitlab_token", "slack_webhook", "slack_token", "aws_access_key_id", "google_api_key", "stripe_key",
+    "npm_token", "huggingface_token", "url_password", "bearer_token", "basic_auth", "password", "secret",
+    "aws_secret_key", "base64",
+)
+
+
+def _apply(rule: _Rule, data: bytes, haystack: bytes, kinds: dict[str, int]) -> bytes:
+    """Run one rule; return ``data`` itself (the same object) if nothing was replaced."""
+    out, pos = [], 0
+    for m in rule.pattern.finditer(haystack):
+        edit = rule.decide(m, data)
+        if edit is None or edit[0] < pos:
+            continue
+        start, end, kind, new = edit
+        out += [data[pos:start], new]
+        pos = end
+        kinds[kind] = kinds.get(kind, 0) + 1
+    if not out:
+        return data
+    out.append(data[pos:])
+    return b"".join(out)
+
+
+_RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
+_RUN_MASK = bytes(ord("a") if c in _RUN_CHARS else ord(" ") for c in range(256))
+_MIN_RUNS = sorted({r.min_run for r in _RULES} - {0})
+
+
+def _views(data: bytes) -> tuple[bytes, dict[int, bool]]:
+    """The lower-cased text, and which run lengths (of base64/token characters) it contains."""
+    masked = data.translate(_RUN_MASK)
+    return data.lower(), {0: True} | {n: b"a" * n in masked for n in _MIN_RUNS}
+
+
+def _has_any(haystack: bytes, triggers: tuple[bytes, ...]) -> bool:
+    for t in triggers:
+        if t in haystack:
+            return True
+    return not triggers
+
+
+def redact(text: str) -> RedactResult:
+    """Replace every secret in ``text`` with a marker; report how many of each kind."""
+    kinds: dict[str, int] = {}
+    if not text:
+        return RedactResult(text, 0, kinds)
+    data = text.encode("utf-8", "surrogatepass")
+    low, runs = _views(data)
+    for rule in _RULES:
+        haystack = low if rule.nocase else data
+        if not (runs[rule.min_run] and _has_any(haystack, rule.triggers)):
+            continue
+        new = _apply(rule, data, haystack, kinds)
+        if new is not data:
+            data = new
+            low, runs = _views(data)
+    return RedactResult(data.decode("utf-8", "surrogatepass"), sum(kinds.values()), kinds)
+
+
+def redact_text(text: str) -> str:
+    """Just the redacted text."""
+    return redact(text).text

@@ -1,0 +1,96 @@
+"""Recall settings: which channels run, how they are weighted, and the named presets.
+
+Defaults carry a short reason. The benchmark selects presets by name (``remem bench locomo
+--config bm25``), so every number in bench/RESULTS.md names the configuration it used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+CHANNELS = ("bm25", "substring", "vector", "vector_actions", "structural", "entity", "time", "recency")
+
+
+@dataclass(frozen=True)
+class RecallConfig:
+    # weight per channel in reciprocal rank fusion; 0 or missing = the channel does not run
+    weights: dict[str, float] = field(default_factory=lambda: {
+        "bm25": 1.0,            # words: the strongest single signal on chat data
+        "substring": 0.3,       # trigram: identifiers and CJK fragments; noisy on prose
+        "vector": 0.5,          # request + summary embedding: meaning beyond shared words
+        "vector_actions": 0.3,  # tool trajectory embedding: "what was done"
+        "structural": 1.5,      # the same error signature is near-certain relevance
+        "entity": 0.4,          # shared paths / symbols / names, with bounded expansion
+        "time": 0.8,            # words inside a time range the query names
+        "recency": 0.1,         # a nudge toward what is fresh; never enough alone
+    })
+    rrf_k: int = 60             # the usual RRF constant: flattens rank differences past the top
+    pool: int = 100             # candidates per channel
+    lexical: str = "fts"        # "fts" (SQLite bm25, any size) | "okapi" (exact, scope ≤ 20k turns)
+    stop_words: bool = True     # drop function words from lexical queries (faster, sharper)
+    stem_prefix: bool = True    # "painting" also matches "paint"* (query-side stemming)
+    agreement: float = 0.1      # +10 % per extra channel that found the same turn
+    threshold: float = 0.0      # keep results ≥ ratio × best score (packets use a higher one)
+    # evidence from a turn's session and neighbours
+    session_weight: float = 2.0   # × 1/(k + rank of the turn's session): good sessions lift their turns
+    session_source: str = "turns"  # "turns" (aggregate turn hits) | "okapi" (session documents)
+    neighbour_weight: float = 0.0  # × best neighbour's score (0: measured to hurt on LoCoMo)
+    # diversity
+    mmr_lambda: float = 1.0     # 1 = pure relevance order
+    session_cap: int = 0        # max results per session (0 = no cap)
+    # boosts (multiplicative, reported per result)
+    recency_weight: float = 0.1
+    half_life_days: float = 30.0
+    importance_weight: float = 0.2
+    failed_penalty: float = 0.0
+    speaker_boost: float = 1.3  # chat transcripts ("Name: …"): the one person the query names spoke it
+    min_vector_sim: float = 0.0  # vector hits below this cosine are dropped
+    vector_floor: float = 0.5    # … and those below this × the best hit's cosine (nearest ≠ related)
+
+    def with_(self, **kw: Any) -> RecallConfig:
+        return replace(self, **kw)
+
+    def only(self, *channels: str) -> RecallConfig:
+        return replace(self, weights={c: self.weights.get(c, 1.0) or 1.0 for c in channels})
+
+    def active(self) -> list[str]:
+        return [c for c in CHANNELS if self.weights.get(c, 0) > 0]
+
+    def describe(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["weights"] = {k: v for k, v in self.weights.items() if v}
+        return d
+
+
+DEFAULT = RecallConfig()
+
+# Packets for an agent: fewer, more diverse, clearly relevant items.
+PACKET = DEFAULT.with_(threshold=0.35, mmr_lambda=0.75, session_cap=2, failed_penalty=0.3)
+
+_PLAIN = dict(session_weight=0.0, neighbour_weight=0.0, agreement=0.0, recency_weight=0.0,
+              importance_weight=0.0, stop_words=False, stem_prefix=False, speaker_boost=1.0)
+
+PRESETS: dict[str, RecallConfig] = {
+    "default": DEFAULT,
+    "packet": PACKET,
+    # SQLite FTS5 bm25 alone, every word kept: the product's plain lexical floor
+    "bm25": DEFAULT.only("bm25").with_(**_PLAIN),
+    # exact Okapi BM25 with scope statistics and session documents: reproduces the reference script
+    "bm25-reference": DEFAULT.only("bm25").with_(lexical="okapi", session_source="okapi", **_PLAIN),
+    "vector": DEFAULT.only("vector").with_(**_PLAIN),
+    "lexical": DEFAULT.with_(weights={"bm25": 1.0, "substring": 0.3, "entity": 0.4, "time": 0.8}),
+}
+
+
+def preset(name: str) -> RecallConfig:
+    """A named configuration; ``only:bm25,vector`` runs just those channels with the defaults."""
+    if name.startswith("only:"):
+        chans = [c.strip() for c in name[5:].split(",") if c.strip()]
+        bad = [c for c in chans if c not in CHANNELS]
+        if bad or not chans:
+            raise ValueError(f"unknown channel(s) {bad or name}; known: {', '.join(CHANNELS)}")
+        return DEFAULT.only(*chans).with_(**_PLAIN)
+    if name not in PRESETS:
+        raise ValueError(f"unknown recall config {name!r}; known: {', '.join(PRESETS)} or only:CH1,CH2")
+    return PRESETS[name]

@@ -1,0 +1,113 @@
+"""Exact Okapi BM25 over the turns (or sessions) of one scope, computed in memory.
+
+The product's word channel is SQLite FTS5's bm25 (fast at any size, global statistics).
+This module scores like ``rank_bm25.BM25Okapi`` (k1 = 1.5, b = 0.75, negative IDF floored
+at ε·mean IDF), with statistics taken from the scope alone: it is what the benchmark's
+plain-BM25 configuration uses to reproduce the reference numbers, and what the session
+channel uses for small scopes. It refuses scopes larger than ``MAX_DOCS``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+
+_WORD = re.compile(r"[a-z0-9]+")
+MAX_DOCS = 20_000
+
+
+def tokenize(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+class Okapi:
+    def __init__(self, docs: Sequence[list[str]], k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> None:
+        self.k1, self.b = k1, b
+        self.lens = [len(d) for d in docs]
+        n = len(docs)
+        self.avgdl = (sum(self.lens) / n) if n else 0.0
+        self.postings: dict[str, list[tuple[int, int]]] = {}
+        for i, d in enumerate(docs):
+            for w, f in Counter(d).items():
+                self.postings.setdefault(w, []).append((i, f))
+        idf: dict[str, float] = {}
+        for w, plist in self.postings.items():
+            f = len(plist)
+            idf[w] = math.log(n - f + 0.5) - math.log(f + 0.5)
+        mean = (sum(idf.values()) / len(idf)) if idf else 0.0
+        self.idf = {w: (v if v >= 0 else epsilon * mean) for w, v in idf.items()}
+
+    def scores(self, query: Sequence[str]) -> dict[int, float]:
+        """Score of every document sharing a term with ``query`` (repeated terms count again)."""
+        k1, b, avgdl = self.k1, self.b, self.avgdl or 1.0
+        out: dict[int, float] = {}
+        for q in query:
+            idf = self.idf.get(q)
+            if idf is None:
+                continue
+            for i, f in self.postings[q]:
+                out[i] = out.get(i, 0.0) + idf * f * (k1 + 1) / (f + k1 * (1 - b + b * self.lens[i] / avgdl))
+        return out
+
+    def top(self, query: Sequence[str], k: int) -> list[tuple[int, float]]:
+        """Best ``k`` documents; ties keep document order (as a stable sort does)."""
+        s = self.scores(query)
+        return sorted(s.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+
+def session_date_words(ts: float | None) -> str:
+    """A session's date in words ("1:56 pm on 8 May, 2023"), so dates are searchable."""
+    if not ts:
+        return ""
+    t = time.localtime(ts)
+    hour = t.tm_hour % 12 or 12
+    return f"{hour}:{t.tm_min:02d} {'am' if t.tm_hour < 12 else 'pm'} on {t.tm_mday} " \
+           f"{time.strftime('%B', t)}, {t.tm_year}"
+
+
+class ScopeCorpus:
+    """Turn and session documents of one scope with their Okapi indexes."""
+
+    def __init__(self, rows: list[tuple[str, str, str, str, str, float | None]]) -> None:
+        self.ids = [r[0] for r in rows]
+        self.session_of = {r[0]: r[1] for r in rows}
+        texts = ["\n".join(x for x in (r[2], r[3], r[4]) if x) for r in rows]
+        self.turns = Okapi([tokenize(t) for t in texts])
+        sessions: dict[str, list[int]] = {}
+        for i, r in enumerate(rows):
+            sessions.setdefault(r[1], []).append(i)
+        self.session_keys = list(sessions)
+        docs = []
+        for key in self.session_keys:
+            idx = sessions[key]
+            start = min((rows[i][5] for i in idx if rows[i][5]), default=None)
+            docs.append(session_date_words(start) + " " + " ".join(texts[i] for i in idx))
+        self.sessions = Okapi([tokenize(d) for d in docs])
+
+    def top_turns(self, words: Sequence[str], k: int) -> list[tuple[str, float]]:
+        return [(self.ids[i], s) for i, s in self.turns.top(words, k)]
+
+    def top_sessions(self, words: Sequence[str], k: int) -> list[tuple[str, float]]:
+        return [(self.session_keys[i], s) for i, s in self.sessions.top(words, k)]
+
+
+_CACHE: dict[tuple[object, ...], ScopeCorpus] = {}
+_LOCK = threading.Lock()
+
+
+def corpus(key: tuple[object, ...], load: callable) -> ScopeCorpus:  # type: ignore[valid-type]
+    """The cached corpus for ``key`` (scope + version stamp), built by ``load()`` when missing."""
+    with _LOCK:
+        got = _CACHE.get(key)
+    if got is not None:
+        return got
+    built = ScopeCorpus(load())
+    with _LOCK:
+        if len(_CACHE) >= 8:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = built
+    return built

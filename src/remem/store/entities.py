@@ -1,0 +1,84 @@
+"""Entity rows: entities per owner, their mentions in turns, co-occurrence edges.
+
+Writes happen inside the write pipeline's transaction; reads take a Scope (mentions are
+joined to ``turns`` so agent and project filters apply too).
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+
+from ..scope import Scope
+
+MAX_EDGE_ENTITIES = 12  # pairs grow quadratically: 12 entities → 66 edges per turn
+
+
+def put_mentions(db: sqlite3.Connection, owner: str, turn_id: str, ents: list[tuple[str, str]],
+                 *, replace: bool = False) -> int:
+    """Record that ``turn_id`` mentions ``ents``; new co-occurrences strengthen edges."""
+    if replace:
+        db.execute("DELETE FROM entity_mentions WHERE turn_id = ?", (turn_id,))
+    if not ents:
+        return 0
+    db.executemany("INSERT OR IGNORE INTO entities (owner, kind, name) VALUES (?,?,?)",
+                   [(owner, k, n) for k, n in ents])
+    ids: list[int] = []
+    for k, n in ents:
+        r = db.execute("SELECT id FROM entities WHERE owner = ? AND kind = ? AND name = ?", (owner, k, n)).fetchone()
+        if r:
+            ids.append(int(r[0]))
+    new = []
+    for eid in dict.fromkeys(ids):
+        cur = db.execute("INSERT OR IGNORE INTO entity_mentions (entity_id, turn_id, owner) VALUES (?,?,?)",
+                         (eid, turn_id, owner))
+        if cur.rowcount:
+            new.append(eid)
+    pairs = [(owner, a, b) for a, b in itertools.combinations(sorted(new[:MAX_EDGE_ENTITIES]), 2)]
+    db.executemany("INSERT INTO entity_edges (owner, src, dst, weight) VALUES (?,?,?,1) "
+                   "ON CONFLICT(owner, src, dst) DO UPDATE SET weight = weight + 1", pairs)
+    return len(new)
+
+
+def lookup(db: sqlite3.Connection, scope: Scope, ents: list[tuple[str, str]]) -> list[tuple[int, str, str, int]]:
+    """(id, kind, name, mention count) of the given entities among the scope's owners."""
+    if not ents:
+        return []
+    marks = ",".join("?" * len(scope.owners))
+    out = []
+    for kind, name in ents:
+        kinds = (kind,) if kind != "*" else ("name", "symbol", "path", "package", "command", "error", "url")
+        km = ",".join("?" * len(kinds))
+        for r in db.execute(
+                f"SELECT e.id, e.kind, e.name, (SELECT count(*) FROM entity_mentions m WHERE m.entity_id = e.id) "
+                f"FROM entities e WHERE e.owner IN ({marks}) AND e.kind IN ({km}) AND e.name = ?",
+                [*scope.owners, *kinds, name]):
+            out.append((int(r[0]), r[1], r[2], int(r[3])))
+    return out
+
+
+def related(db: sqlite3.Connection, scope: Scope, ids: list[int], limit: int) -> list[tuple[int, float]]:
+    """Entities that co-occur most with ``ids`` (bounded expansion), strongest first."""
+    if not ids:
+        return []
+    om = ",".join("?" * len(scope.owners))
+    im = ",".join("?" * len(ids))
+    sql = (f"SELECT other, sum(weight) AS w FROM ("
+           f"SELECT dst AS other, weight FROM entity_edges WHERE owner IN ({om}) AND src IN ({im}) "
+           f"UNION ALL SELECT src AS other, weight FROM entity_edges WHERE owner IN ({om}) AND dst IN ({im})) "
+           f"WHERE other NOT IN ({im}) GROUP BY other ORDER BY w DESC LIMIT ?")
+    return [(int(r[0]), float(r[1])) for r in db.execute(
+        sql, [*scope.owners, *ids, *scope.owners, *ids, *ids, limit])]
+
+
+def turns_mentioning(db: sqlite3.Connection, scope: Scope, entity_id: int, limit: int) -> list[str]:
+    """Newest turns in scope that mention the entity."""
+    where, params = scope.sql("t")
+    sql = (f"SELECT t.id FROM entity_mentions m JOIN turns t ON t.id = m.turn_id WHERE m.entity_id = ? "
+           f"AND {where} AND t.deleted = 0 ORDER BY t.rowid DESC LIMIT ?")
+    return [r[0] for r in db.execute(sql, [entity_id, *params, limit])]
+
+
+def turn_count(db: sqlite3.Connection, scope: Scope) -> int:
+    where, params = scope.sql()
+    return int(db.execute(f"SELECT count(*) FROM turns WHERE {where} AND deleted = 0", params).fetchone()[0])

@@ -1,0 +1,129 @@
+"""Scoped reads for the recall engine: candidates' metadata, neighbours, sessions, errors, recency.
+
+Every function takes a Scope and puts its predicate into the SQL; none reads memory without it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+from ..scope import Scope
+
+META = ("id, owner, agent, project, session_id, status, importance, access_count, started_at, ended_at, "
+        "created_at, updated_at, error_sigs, kind")
+
+
+def meta(db: sqlite3.Connection, scope: Scope, ids: list[str], text_chars: int = 0) -> dict[str, dict[str, Any]]:
+    """Lean rows for ranking (no actions). ``text_chars`` > 0 adds the request's and reply's start."""
+    if not ids:
+        return {}
+    where, params = scope.sql()
+    cols = META
+    if text_chars:
+        cols += f", substr(request, 1, {int(text_chars)}) AS request, substr(reply, 1, {int(text_chars)}) AS reply"
+    out: dict[str, dict[str, Any]] = {}
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        marks = ",".join("?" * len(chunk))
+        for r in db.execute(f"SELECT {cols} FROM turns WHERE id IN ({marks}) AND {where} AND deleted = 0",
+                            [*chunk, *params]):
+            out[r["id"]] = dict(r)
+    return out
+
+
+def neighbours(db: sqlite3.Connection, scope: Scope, rows: list[dict[str, Any]],
+               window: int = 1) -> dict[str, list[str]]:
+    """The turns just before and after each row in its session (same owner and agent), in scope."""
+    where, params = scope.sql()
+    out: dict[str, list[str]] = {}
+    for r in rows:
+        if not r.get("session_id"):
+            continue
+        base = (f"SELECT id FROM turns WHERE session_id = ? AND owner = ? AND agent = ? AND {where} "
+                f"AND deleted = 0 AND id != ? ")
+        key = [r["session_id"], r["owner"], r["agent"], *params, r["id"]]
+        t = r.get("started_at") or 0.0
+        before = db.execute(base + "AND coalesce(started_at, 0) <= ? AND NOT (coalesce(started_at, 0) = ? "
+                            "AND id > ?) ORDER BY coalesce(started_at, 0) DESC, id DESC LIMIT ?",
+                            [*key, t, t, r["id"], window]).fetchall()
+        after = db.execute(base + "AND coalesce(started_at, 0) >= ? AND NOT (coalesce(started_at, 0) = ? "
+                           "AND id < ?) ORDER BY coalesce(started_at, 0), id LIMIT ?",
+                           [*key, t, t, r["id"], window]).fetchall()
+        out[r["id"]] = [x[0] for x in reversed(before)] + [x[0] for x in after]
+    return out
+
+
+def recent(db: sqlite3.Connection, scope: Scope, limit: int, *, since: float | None = None,
+           until: float | None = None) -> list[tuple[str, float]]:
+    """Newest turns first (score = their time), optionally inside [since, until)."""
+    where, params = scope.sql()
+    clauses = [where, "deleted = 0"]
+    args: list[Any] = list(params)
+    if since is not None:
+        clauses.append("coalesce(ended_at, started_at, created_at) >= ?")
+        args.append(since)
+    if until is not None:
+        clauses.append("coalesce(ended_at, started_at, created_at) < ?")
+        args.append(until)
+    sql = (f"SELECT id, coalesce(ended_at, started_at, created_at) AS t FROM turns WHERE {' AND '.join(clauses)} "
+           f"ORDER BY t DESC LIMIT ?")
+    return [(r[0], float(r[1] or 0)) for r in db.execute(sql, [*args, limit])]
+
+
+def by_error(db: sqlite3.Connection, scope: Scope, sigs: list[str], limit: int) -> list[tuple[str, float]]:
+    """Turns that failed with the same error signature (exact: 2 points) or the same error type (1)."""
+    if not sigs:
+        return []
+    where, params = scope.sql("t")
+    heads = list(dict.fromkeys(s.split(":", 1)[0].strip() for s in sigs))
+    scores: dict[str, float] = {}
+    when: dict[str, float] = {}
+    sm, hm = ",".join("?" * len(sigs)), ",".join("?" * len(heads))
+    sql = (f"SELECT t.id, max(CASE WHEN e.sig IN ({sm}) THEN 2.0 ELSE 1.0 END) AS s, "
+           f"coalesce(t.ended_at, t.created_at) AS w FROM turn_errors e JOIN turns t ON t.id = e.turn_id "
+           f"WHERE (e.sig IN ({sm}) OR e.head IN ({hm})) AND {where} AND t.deleted = 0 "
+           f"GROUP BY t.id ORDER BY s DESC, w DESC LIMIT ?")
+    for r in db.execute(sql, [*sigs, *sigs, *heads, *params, limit]):
+        scores[r[0]] = float(r[1])
+        when[r[0]] = float(r[2] or 0)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], -when[kv[0]]))
+
+
+def fixes_after(db: sqlite3.Connection, scope: Scope, row: dict[str, Any], limit: int = 2) -> list[dict[str, Any]]:
+    """The next succeeded turns of the same session after a failed one: how it was fixed."""
+    if not row.get("session_id"):
+        return []
+    where, params = scope.sql()
+    sql = (f"SELECT id, request, reply, status, ended_at FROM turns WHERE session_id = ? AND owner = ? "
+           f"AND agent = ? AND {where} AND deleted = 0 AND status = 'succeeded' "
+           f"AND coalesce(started_at, 0) >= ? AND id != ? ORDER BY coalesce(started_at, 0), id LIMIT ?")
+    return [dict(r) for r in db.execute(sql, [row["session_id"], row["owner"], row["agent"], *params,
+                                              row.get("started_at") or 0.0, row["id"], limit])]
+
+
+def session_turns(db: sqlite3.Connection, scope: Scope, owner: str, agent: str, session_id: str,
+                  limit: int = 200) -> list[dict[str, Any]]:
+    where, params = scope.sql()
+    sql = (f"SELECT id, owner, agent, project, session_id, request, reply, status, started_at, ended_at, "
+           f"updated_at, error_sigs FROM turns WHERE session_id = ? AND owner = ? AND agent = ? AND {where} "
+           f"AND deleted = 0 ORDER BY coalesce(started_at, 0), rowid LIMIT ?")
+    return [dict(r) for r in db.execute(sql, [session_id, owner, agent, *params, limit])]
+
+
+def scope_size(db: sqlite3.Connection, scope: Scope) -> tuple[int, int, float]:
+    """(turn count, max rowid, max updated_at) in scope: a cheap version stamp for caches."""
+    where, params = scope.sql()
+    r = db.execute(f"SELECT count(*), coalesce(max(rowid), 0), coalesce(max(updated_at), 0) FROM turns "
+                   f"WHERE {where} AND deleted = 0", params).fetchone()
+    return int(r[0]), int(r[1]), float(r[2])
+
+
+def iter_texts(db: sqlite3.Connection, scope: Scope) -> Iterator[tuple[str, str, str, str, str, float | None]]:
+    """(id, session key, request, reply, summary, started_at) of every turn in scope, in time order."""
+    where, params = scope.sql()
+    sql = (f"SELECT id, owner || '/' || agent || '/' || session_id, request, reply, summary, started_at "
+           f"FROM turns WHERE {where} AND deleted = 0 ORDER BY rowid")
+    for r in db.execute(sql, params):
+        yield r[0], r[1], r[2], r[3], r[4], r[5]
