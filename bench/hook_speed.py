@@ -74,6 +74,7 @@ def measure(env: dict[str, str], runs: int, warmup: int, label: str) -> dict[str
     ends: list[float] = []
     rss: list[int] = []
     tools: list[float] = []
+    cpu: list[float] = []
     hits = 0
     for i in range(warmup + runs):
         sid = f"bench-{label}-{i}"
@@ -102,13 +103,15 @@ def measure(env: dict[str, str], runs: int, warmup: int, label: str) -> dict[str
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         t_tool = time.perf_counter() - t0
         if i >= warmup:
+            cpu.append(usage.ru_utime + usage.ru_stime)
             tools.append(t_tool)
             starts.append(t_start)
             ends.append(t_end)
             rss.append(max(usage.ru_maxrss, usage2.ru_maxrss))
             hits += b"remem_memory_context" in out
     return {"start_p50": pct(starts, 50), "start_p95": pct(starts, 95), "end_p50": pct(ends, 50),
-            "end_p95": pct(ends, 95), "tool_p50": pct(tools, 50), "tool_p95": pct(tools, 95), "rss_peak_kib": max(rss), "rss_median_kib": int(statistics.median(rss)),
+            "end_p95": pct(ends, 95), "tool_p50": pct(tools, 50), "tool_p95": pct(tools, 95),
+            "start_cpu_p50": pct(cpu, 50), "start_cpu_p95": pct(cpu, 95), "rss_peak_kib": max(rss), "rss_median_kib": int(statistics.median(rss)),
             "with_memories": hits, "runs": runs}
 
 
@@ -181,18 +184,21 @@ def main() -> None:
                 d.wait(timeout=30)
     print(json.dumps({"baseline_ms": base, "results": results}, indent=1))
     rows = [f"| {name} | {r['start_p50']:.0f} / {r['start_p95']:.0f} ms | {r['end_p50']:.0f} / {r['end_p95']:.0f} ms "
-            f"| {r['tool_p50']:.0f} / {r['tool_p95']:.0f} ms | {r['rss_peak_kib'] / 1024:.0f} MB "
+            f"| {r['tool_p50']:.0f} / {r['tool_p95']:.0f} ms | {r['start_cpu_p50']:.0f} / {r['start_cpu_p95']:.0f} ms "
+            f"| {r['rss_peak_kib'] / 1024:.0f} MB "
             f"| {r['with_memories']}/{r['runs']} |" for name, r in results.items()]
     body = (f"`python …/remem/hook.py claude-code …` as Claude Code runs it: a new process per call, JSON on stdin, "
             f"{a.memories:,} synthetic memories, {a.runs} runs after {a.warmup} warm-up. Turn start = recall + store "
             "the request (`UserPromptSubmit`); turn end = capture (`Stop`). Targets: turn start p95 ≤ 250 ms with "
             "the daemon, ≤ 400 ms without.\n\n"
             f"Command: `.venv/bin/python bench/hook_speed.py --memories {a.memories} --runs {a.runs}`\n\n"
-            "| path | turn start p50 / p95 | turn end p50 / p95 | tool event p50 / p95 | peak RSS | packets with memories |\n"
-            "|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
+            "| path | turn start p50 / p95 | turn end p50 / p95 | tool event p50 / p95 | turn start CPU p50 / p95 "
+            "| peak RSS | packets with memories |\n"
+            "|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
             f"Process start alone (p50): `python -c pass` {base['python -c pass']:.0f} ms, `hook.py` printing its "
             f"usage {base['hook.py, no arguments']:.0f} ms. Load average during the run: {os.getloadavg()[0]:.1f} "
-            f"on {os.cpu_count()} cores.")
+            f"on {os.cpu_count()} cores; wall times grow with the load, the hook's own CPU time (user + sys) "
+            "much less.")
     if not a.no_write:
         update_section("Hook round trip", body)
     print(body)
