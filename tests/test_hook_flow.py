@@ -135,7 +135,7 @@ def test_repair_recall_after_repeated_failures_of_one_tool(mem):
     out = call("claude-code", "PostToolUse", fail)                           # the second in a row: hint
     spec = json.loads(out)["hookSpecificOutput"]
     assert spec["hookEventName"] == "PostToolUse"
-    assert "pyyaml" in spec["additionalContext"] and "failed several times" in spec["additionalContext"]
+    assert "pyyaml" in spec["additionalContext"] and "failed 2 times in a row" in spec["additionalContext"]
     assert call("claude-code", "PostToolUse", fail) == ""                    # not repeated at once
     ok = {**fail, "tool_response": {"stdout": "ok", "stderr": "", "exit_code": 0}}
     assert call("claude-code", "PostToolUse", ok) == ""

@@ -144,6 +144,20 @@ class Backend:
         self.via = "local"
         return self.mem.search(query, k=k, project=project, agent=agent)
 
+    def repair(self, error: str, *, tool: str, agent: str) -> str | None:
+        """The recall engine's repair packet (same error signature first, with what fixed it), or
+        None when this remem has no repair entry point."""
+        try:
+            from ..recall import entry
+        except ImportError:
+            return None
+        fn = getattr(entry, "repair", None)
+        if fn is None:
+            return None
+        self.via = "local"
+        got = fn(self.mem, error, self.mem.scope(as_agent=agent), tool=tool)
+        return str(got.get("text") or "") if isinstance(got, dict) else None
+
     def get(self, memory_id: str) -> dict[str, Any] | None:
         self.via = "local"     # exact reads are cheap and consistent straight from SQLite (WAL)
         return self.mem.get(memory_id)

@@ -244,12 +244,24 @@ class Handler:
                 repaired[tool.name] = streak
         if not due:
             return ""
-        return self.answer(self._repair(tool))
+        return self.answer(self._repair(tool, streak))
 
-    def _repair(self, tool: ToolCall) -> str:
+    def _repair(self, tool: ToolCall, streak: int) -> str:
+        """Past episodes with the same failure: the recall engine's repair entry, else a search."""
         from ..ingest.signatures import error_signatures
 
         sigs = error_signatures(tool.output)
+        try:
+            packet = self.b.repair(tool.output or tool.input, tool=tool.name, agent=self.ev.agent)
+        except Exception as e:  # noqa: BLE001 - the plain search below still helps
+            log.write(self.home, "warn", f"{self.ev.agent} repair recall failed: {type(e).__name__}: {e}")
+            packet = None
+        if packet is not None:
+            if not packet.strip():
+                return ""
+            head = render.first_line(sigs[0] if sigs else tool.output, 160)
+            return (f"`{render.escape(tool.name)}` failed {streak} times in a row ({render.escape(head)}). "
+                    "Past episodes with the same failure and what fixed them:\n" + packet)
         query = " ".join([tool.name, *sigs]) if sigs else f"{tool.name} {render.first_line(tool.output, 200)}"
         items = [it for it in self.b.search(query, k=4)
                  if it.get("session_id") != self.ev.session_id][:3]
