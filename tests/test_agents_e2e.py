@@ -100,7 +100,7 @@ class Run:
             {_q(sys.executable)} {_q(str(FAKE_SERVER))} --port {self.port} --log {_q(str(self.requests))} \\
                 --markers {MARKER} > {_q(str(self.base / 'server.log'))} 2>&1 &
             SPID=$!
-            for i in $(seq 50); do
+            for i in $(seq 300); do
               {_q(sys.executable)} -c "import socket; socket.create_connection(('127.0.0.1', {self.port}), 0.2)" \\
                 2>/dev/null && break
               sleep 0.1
