@@ -326,3 +326,35 @@ def test_file_entry_point_is_what_installers_write_and_skips_the_core(seeded):
                        input=json.dumps({**base, "prompt": "apply the fix for the flaky retry test"}).encode(),
                        capture_output=True, env={**os.environ, "REMEM_PORT": "9"})
     assert r.returncode == 0 and b"FakeClock" in r.stdout
+
+
+def test_real_daemon_serves_recall_and_capture(seeded, remem_home):
+    """Against the real ``remem serve``: the hook's endpoints, token and payloads match the server."""
+    pytest.importorskip("fastapi")
+    port = free_port()
+    exe = Path(sys.executable).parent / "remem"
+    proc = subprocess.Popen([str(exe), "serve", "--port", str(port), "--no-background"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.5).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        env = {"REMEM_PORT": str(port), "REMEM_HOOK_TIMEOUT": "30"}
+        payload = {"session_id": "real-d", "cwd": "/home/alice/proj/remem-demo",
+                   "prompt": "apply the fix for the flaky retry test"}
+        r, _ = hook("claude-code", "UserPromptSubmit", payload, env=env)
+        assert "FakeClock" in json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+        r, _ = hook("claude-code", "Stop", {**payload, "last_assistant_message": "used FakeClock"}, env=env)
+        assert r.returncode == 0
+        log = hooks_log(remem_home)
+        assert "kind=turn_start via=daemon" in log and "kind=turn_end via=daemon" in log, log
+        [t] = [t for t in seeded.list(agent="claude-code") if t["session_id"] == "real-d"]
+        assert (t["reply"], t["status"], t["project"]) == ("used FakeClock", "succeeded", payload["cwd"])
+        assert t["source_key"].startswith("live:claude-code:real-d:")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
