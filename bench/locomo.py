@@ -140,15 +140,41 @@ def ingest(mem: Any, conv: dict[str, Any]) -> dict[str, str]:
     return {r.id: d for r, d in zip(res.results, dia, strict=True) if r.id}
 
 
+def overrides(pairs: list[str] | None) -> dict[str, Any]:
+    """``key=value`` settings on top of a preset (``rrf_k=10``, ``weights.vector=0.8``)."""
+    out: dict[str, Any] = {}
+    for p in pairs or []:
+        key, _, raw = p.partition("=")
+        val: Any = raw
+        try:
+            val = json.loads(raw)
+        except ValueError:
+            pass
+        out[key.strip()] = val
+    return out
+
+
+def apply_overrides(cfg: Any, sets: dict[str, Any]) -> Any:
+    weights = dict(cfg.weights)
+    plain = {}
+    for k, v in sets.items():
+        if k.startswith("weights."):
+            weights[k[8:]] = float(v)
+        else:
+            plain[k] = v
+    return cfg.with_(weights=weights, **plain)
+
+
 def run(data: str, *, config: str = "default", model: str | None = None, limit: int | None = None,
-        home: str | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+        home: str | None = None, progress: Callable[[str], None] | None = None,
+        sets: dict[str, Any] | None = None) -> dict[str, Any]:
     from remem.core import Remem
     from remem.index.embed import DEFAULT_EMBEDDER
     from remem.recall.config import preset
     from remem.recall.search import search, search_sessions
     from remem.scope import Scope
 
-    cfg = preset(config)
+    cfg = apply_overrides(preset(config), sets or {})
     wants_vectors = any(c.startswith("vector") for c in cfg.active())
     model = model or os.environ.get("REMEM_EMBEDDING_MODEL") or DEFAULT_EMBEDDER
     if model == "default":
@@ -206,7 +232,7 @@ def run(data: str, *, config: str = "default", model: str | None = None, limit: 
             "data": str(data), "conversations": len(convs),
             "turns": sum(len(s["turns"]) for c in convs for s in c["sessions"]),
             "questions_scored": len(turn_rows), "questions_skipped": skipped,
-            "config": {"name": config, "embedding_model": emb_model or None, **cfg.describe()},
+            "config": {"name": config, "overrides": sets or {}, "embedding_model": emb_model or None, **cfg.describe()},
             "turn": summarise(turn_rows), "session": summarise(sess_rows), "timing": timing,
         }
     finally:
@@ -240,9 +266,11 @@ def main(argv: list[str] | None = None) -> int:
                                                         "lexical, only:CH1,CH2")
     ap.add_argument("--model", default=None, help="embedder (default: REMEM_EMBEDDING_MODEL or the default)")
     ap.add_argument("--limit", type=int, default=None, help="first N conversations only")
+    ap.add_argument("--set", dest="sets", action="append", help="override a setting: rrf_k=10, weights.vector=0.8")
+    ap.add_argument("--home", default=None, help="reuse this remem home (keeps embeddings between runs)")
     ap.add_argument("--json", action="store_true", help="print JSON")
     a = ap.parse_args(argv)
-    res = run(a.data, config=a.config, model=a.model, limit=a.limit,
+    res = run(a.data, config=a.config, model=a.model, limit=a.limit, home=a.home, sets=overrides(a.sets),
               progress=None if a.json else (lambda m: print(m, file=sys.stderr)))
     print(json.dumps(res, indent=1) if a.json else render(res))
     return 0

@@ -22,6 +22,52 @@ import numpy as np
 from ..scope import Scope
 
 BLOCK = 2048
+MULTI_THREAD_ROWS = 50_000  # below this a matrix-vector product is faster on one BLAS thread
+
+
+def _blas_controls() -> tuple[Any, Any] | None:
+    """OpenBLAS's get/set thread-count functions, when numpy's BLAS is OpenBLAS (else None).
+
+    Waking OpenBLAS's worker threads costs several milliseconds, far more than a
+    matrix-vector product over a few thousand rows; small searches run on one thread.
+    """
+    import ctypes
+
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as f:
+            libs = list(dict.fromkeys(ln.split()[-1] for ln in f if "openblas" in ln.lower() and "/" in ln))
+    except OSError:
+        return None
+    for path in libs:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for suffix in ("64_", ""):
+            for prefix in ("scipy_openblas", "openblas"):
+                get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+                put = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+                if get is not None and put is not None:
+                    return get, put
+    return None
+
+
+_BLAS: list[Any] = []
+
+
+def _matvec(block: np.ndarray, q: np.ndarray, rows: int) -> np.ndarray:
+    if not _BLAS:
+        _BLAS.append(_blas_controls())
+    ctl = _BLAS[0]
+    if ctl is None or rows >= MULTI_THREAD_ROWS:
+        return block @ q
+    get, put = ctl
+    old = get()
+    put(1)
+    try:
+        return block @ q
+    finally:
+        put(old)
 
 
 @dataclass
@@ -139,14 +185,15 @@ class VectorIndex:
         if not mask.any():
             return []
         scores = np.full(self.n, -np.inf, dtype=np.float32)
+        rows = int(mask.sum())
         for b, block in enumerate(self.blocks):
             lo = b * BLOCK
             hi = min(self.n, lo + BLOCK)
             m = mask[lo:hi]
             if m.any():
-                s = block[: hi - lo] @ q
+                s = _matvec(block[: hi - lo], q, rows)
                 scores[lo:hi] = np.where(m, s, -np.inf)
-        kk = min(k, int(mask.sum()))
+        kk = min(k, rows)
         top = np.argpartition(-scores, kk - 1)[:kk]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(self.row_ids[i], float(scores[i])) for i in top  # type: ignore[misc]

@@ -31,6 +31,10 @@ log = logging.getLogger("remem.recall")
 _SUFFIXES = ("ingly", "edly", "ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "ly", "s")
 
 
+# recent query vectors: turn_start, then search for the same prompt, embed it once
+_QVEC: dict[tuple[str, str], Any] = {}
+
+
 @dataclass
 class Channel:
     name: str
@@ -91,9 +95,10 @@ def fts(db: sqlite3.Connection, scope: Scope, expr: str, limit: int, *, since: f
         return []
 
 
-def scope_corpus(db: sqlite3.Connection, scope: Scope) -> okapi.ScopeCorpus | None:
+def scope_corpus(db: sqlite3.Connection, scope: Scope, max_docs: int | None = None) -> okapi.ScopeCorpus | None:
+    """The scope's exact-BM25 corpus (cached until the scope changes); None when it is too big."""
     n, max_rowid, max_upd = recrepo.scope_size(db, scope)
-    if n > okapi.MAX_DOCS:
+    if n > (max_docs or okapi.MAX_DOCS):
         return None
     key = (db_file(db), scope, n, max_rowid, max_upd)
     return okapi.corpus(key, lambda: list(recrepo.iter_texts(db, scope)))
@@ -149,10 +154,18 @@ def query_vector(mem: Remem, q: Query, cache: dict[str, Any]) -> tuple[Any, str,
         if emb is None:
             reason = f"embedder unavailable: {mem.embedder_error}"
         else:
-            try:
-                vec, model = emb.embed_query(q.text[:2000]), emb.model_id
-            except Exception as e:  # a model that breaks mid-query leaves lexical recall working
-                reason = f"query embedding failed: {type(e).__name__}: {e}"
+            model = emb.model_id
+            key = (model, q.text[:2000])
+            vec = _QVEC.get(key)
+            if vec is None:
+                try:
+                    vec = emb.embed_query(q.text[:2000])
+                except Exception as e:  # a model that breaks mid-query leaves lexical recall working
+                    reason = f"query embedding failed: {type(e).__name__}: {e}"
+                else:
+                    if len(_QVEC) >= 256:
+                        _QVEC.pop(next(iter(_QVEC)))
+                    _QVEC[key] = vec
     cache.update(vec=vec, model=model, reason=reason)
     return vec, model, reason
 

@@ -48,7 +48,7 @@ def _relevant(ranked: Ranked, t: str) -> bool:
 
 
 def _items(mem: Remem, scope: Scope, ranked: Ranked, order: list[tuple[str, float]]) -> list[dict[str, Any]]:
-    rows = turnrepo.get_many(mem.db, scope, [t for t, _ in order])
+    rows = recrepo.full_rows(mem.db, scope, [t for t, _ in order])
     out = []
     for t, score in order:
         row = rows.get(t)

@@ -16,7 +16,7 @@ from ..store import recall as recrepo
 from ..store import turns as turnrepo
 from . import rank as rk
 from .channels import Channel, gather, scope_corpus
-from .config import DEFAULT, RecallConfig
+from .config import DEFAULT, OKAPI_SESSION_MAX, RecallConfig
 from .query import Query, build
 
 if TYPE_CHECKING:
@@ -53,8 +53,8 @@ def session_key(row: dict[str, Any]) -> str:
 
 
 def _session_ranking(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, scores: dict[str, float],
-                     groups: dict[str, str], bm25_hits: list[tuple[str, float]]) -> tuple[list[tuple[str, float]],
-                                                                                          dict[str, str]]:
+                     groups: dict[str, str], channel_hits: dict[str, list[tuple[str, float]]],
+                     ) -> tuple[list[tuple[str, float]], dict[str, str]]:
     """Sessions ranked by RRF of (their lexical score, their best turn's fused score)."""
     best: dict[str, tuple[str, float]] = {}
     for tid, s in scores.items():
@@ -63,8 +63,8 @@ def _session_ranking(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, scor
             best[g] = (tid, s)
     by_best = sorted(((g, s) for g, (_, s) in best.items()), key=lambda x: -x[1])
     lexical: list[tuple[str, float]] = []
-    if cfg.session_source == "okapi":
-        corp = scope_corpus(mem.db, scope)
+    if cfg.session_source in ("okapi", "auto"):
+        corp = scope_corpus(mem.db, scope, None if cfg.session_source == "okapi" else OKAPI_SESSION_MAX)
         if corp is not None:
             from . import okapi
 
@@ -72,6 +72,7 @@ def _session_ranking(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, scor
             if cfg.stop_words:
                 words = [w for w in words if w in set(q.words)] or words
             lexical = corp.top_sessions(words, cfg.pool)
+    bm25_hits = channel_hits.get("bm25", [])
     if not lexical and bm25_hits:
         agg: dict[str, list[float]] = {}
         for tid, s in bm25_hits:
@@ -82,7 +83,16 @@ def _session_ranking(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, scor
     if cfg.session_source == "okapi" and not cfg.session_weight:
         fused = dict(lexical)  # plain reference: session documents alone
     else:
-        fused, _ = rk.rrf({"lexical": lexical, "best_turn": by_best}, k=cfg.rrf_k)
+        lists = {"lexical": lexical, "best_turn": by_best}
+        for name, hits in channel_hits.items():
+            if name.startswith("vector"):  # a session is as close as its closest turn
+                seen: dict[str, float] = {}
+                for tid, s in hits:
+                    g = groups.get(tid)
+                    if g and g not in seen:
+                        seen[g] = s
+                lists[f"best_{name}"] = list(seen.items())
+        fused, _ = rk.rrf(lists, k=cfg.rrf_k)
     order = sorted(fused.items(), key=lambda x: -x[1])
     return order, {g: t for g, (t, _) in best.items()}
 
@@ -119,7 +129,7 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
         fused, parts = rk.spread(fused, groups, nb_of, session_weight=0.0, neighbour_weight=cfg.neighbour_weight)
         for t, p in parts.items():
             details.setdefault(t, {"channels": det.get(t, {}), "boosts": {}, "evidence": {}})["evidence"].update(p)
-    sessions, best_turn = _session_ranking(mem, q, scope, cfg, fused, groups, hits.get("bm25", []))
+    sessions, best_turn = _session_ranking(mem, q, scope, cfg, fused, groups, hits)
     if cfg.session_weight and sessions:
         srank = {g: i for i, (g, _) in enumerate(sessions, start=1)}
         for t in fused:
@@ -158,7 +168,7 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
 
 
 def to_results(mem: Remem, scope: Scope, ranked: Ranked, *, explain: bool) -> list[dict[str, Any]]:
-    rows = turnrepo.get_many(mem.db, scope, [t for t, _ in ranked.items])
+    rows = recrepo.full_rows(mem.db, scope, [t for t, _ in ranked.items])
     out = []
     for tid, score in ranked.items:
         row = rows.get(tid)

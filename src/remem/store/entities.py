@@ -74,7 +74,7 @@ def related(db: sqlite3.Connection, scope: Scope, ids: list[int], limit: int) ->
 def turns_mentioning(db: sqlite3.Connection, scope: Scope, entity_id: int, limit: int) -> list[str]:
     """Newest turns in scope that mention the entity."""
     where, params = scope.sql("t")
-    sql = (f"SELECT t.id FROM entity_mentions m JOIN turns t ON t.id = m.turn_id WHERE m.entity_id = ? "
+    sql = (f"SELECT t.id FROM entity_mentions m CROSS JOIN turns t ON t.id = m.turn_id WHERE m.entity_id = ? "
            f"AND {where} AND t.deleted = 0 ORDER BY t.rowid DESC LIMIT ?")
     return [r[0] for r in db.execute(sql, [entity_id, *params, limit])]
 

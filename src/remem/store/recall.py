@@ -26,10 +26,27 @@ def meta(db: sqlite3.Connection, scope: Scope, ids: list[str], text_chars: int =
     out: dict[str, dict[str, Any]] = {}
     for i in range(0, len(ids), 500):
         chunk = ids[i:i + 500]
-        marks = ",".join("?" * len(chunk))
-        for r in db.execute(f"SELECT {cols} FROM turns WHERE id IN ({marks}) AND {where} AND deleted = 0",
+        for r in db.execute(f"WITH c(cid) AS (VALUES {','.join(['(?)'] * len(chunk))}) SELECT {cols} FROM c "
+                            f"CROSS JOIN turns ON turns.id = c.cid WHERE {where} AND deleted = 0",
                             [*chunk, *params]):
             out[r["id"]] = dict(r)
+    return out
+
+
+def full_rows(db: sqlite3.Connection, scope: Scope, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Whole rows by id (looked up by id first: the scope index would scan the whole scope)."""
+    from .turns import COLUMNS, row_to_dict
+
+    if not ids:
+        return {}
+    where, params = scope.sql("t")
+    cols = ", ".join(f"t.{c.strip()}" for c in COLUMNS.split(","))
+    out: dict[str, dict[str, Any]] = {}
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        for r in db.execute(f"WITH c(cid) AS (VALUES {','.join(['(?)'] * len(chunk))}) SELECT {cols} FROM c "
+                            f"CROSS JOIN turns t ON t.id = c.cid WHERE {where}", [*chunk, *params]):
+            out[r["id"]] = row_to_dict(r)
     return out
 
 

@@ -1,0 +1,70 @@
+"""``remem recall``: print exactly what an agent would receive before it answers a prompt."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ..ingest.normalize import InputError, decode_bytes
+from . import emit, handle_errors, open_mem
+
+ENTRIES = ("turn_start", "sub_agent", "repair", "resume")
+
+
+@click.command()
+@click.argument("prompt")
+@click.option("--owner", default=None, help="Owner (profile) to read; default from config.")
+@click.option("--agent", default=None, help="Read as this agent (its owner and read_owners).")
+@click.option("--project", default=None, help="The project the agent works in (its memories rank higher).")
+@click.option("--budget", default=None, type=click.IntRange(800, 4000), help="Token budget (default from config).")
+@click.option("--entry", type=click.Choice(ENTRIES), default="turn_start", show_default=True,
+              help="Entry point: turn_start, sub_agent, repair (PROMPT = the error), resume.")
+@click.option("--session", default=None, help="resume: the episode to show in full (owner/agent/session_id).")
+@click.option("--explain", is_flag=True, help="After the packet, show why each item was chosen.")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
+@click.pass_context
+@handle_errors
+def recall(ctx: click.Context, prompt: str, owner: str | None, agent: str | None, project: str | None,
+           budget: int | None, entry: str, session: str | None, explain: bool, as_json: bool) -> None:
+    """Show the memory packet an agent would get for PROMPT ("-" reads stdin)."""
+    from ..recall import entry as entries
+
+    if prompt == "-":
+        prompt = decode_bytes(sys.stdin.buffer.read())
+    if not prompt.strip():
+        raise InputError("prompt is empty")
+    mem = open_mem(ctx)
+    if entry == "turn_start":
+        res = mem.turn_start(prompt, owner=owner, agent=agent, project=project, budget=budget)
+    else:
+        scope = mem.scope(owner, project=None, as_agent=agent)
+        if entry == "sub_agent":
+            res = entries.sub_agent(mem, prompt, scope, project=project, budget=budget)
+        elif entry == "repair":
+            res = entries.repair(mem, prompt, scope, budget=budget)
+        else:
+            res = entries.resume(mem, prompt, scope, session=session, budget=budget)
+
+    def human(r: dict[str, Any]) -> None:
+        if not r["text"]:
+            click.echo(f"(no memories for this prompt{': ' + r['skipped'] if r.get('skipped') else ''})", err=True)
+        else:
+            click.echo(r["text"])
+        if explain:
+            click.echo(f"\n-- {len(r['items'])} items, {r.get('tokens', 0)} of {r.get('budget')} tokens", err=True)
+            for i, it in enumerate(r["items"], 1):
+                d = it.get("details") or {}
+                chans = ", ".join(f"{n}#{v.get('rank')}" for n, v in d.get("channels", {}).items())
+                boosts = ", ".join(f"{n}×{v}" for n, v in d.get("boosts", {}).items())
+                click.echo(f"{i}. {it.get('id', it.get('session'))} score={it.get('score')} [{chans}] {boosts}",
+                           err=True)
+            for name, st in (r.get("stats") or {}).items():
+                if not st.get("available", True):
+                    click.echo(f"   channel {name} skipped: {st.get('reason')}", err=True)
+
+    emit(res, as_json, human)
+
+
+COMMANDS = [recall]
