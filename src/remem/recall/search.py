@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..scope import Scope
 from ..store import recall as recrepo
-from ..store import turns as turnrepo
 from . import rank as rk
 from .channels import Channel, gather, scope_corpus
 from .config import DEFAULT, OKAPI_SESSION_MAX, RecallConfig
