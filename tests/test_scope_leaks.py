@@ -58,3 +58,81 @@ def test_agent_and_project_filters(mem):
     assert {r["agent"] for r in mem.search("caching", agent="codex")} == {"codex"}
     assert {r["project"] for r in mem.search("caching", project="p2")} == {"p2"}
     assert len(mem.search("caching")) == 2
+
+
+# --- recall engine: every channel and entry point stays inside the scope -------------------
+
+RECALL_QUERIES = ["login fix", "数据库", "ModuleNotFoundError: No module named 'yaml'", "src/app/db.py load_config",
+                  "what happened yesterday", "Berlin", "a", "*"]
+
+
+@pytest.fixture
+def two_owners_rich(mem):
+    import time as _t
+
+    from remem.model import ToolCall
+
+    now = _t.time()
+    for owner in ("alice", "bob"):
+        for i in range(3):
+            mem.add_turns([TurnIn(
+                request=f"{owner} login fix in src/app/db.py load_config 数据库 Berlin {i}",
+                reply=f"{owner} reply {i}", owner=owner, agent="codex", project="p", session_id=f"{owner}-s",
+                status="failed" if i == 0 else "succeeded", started_at=now - 86400 - i, ended_at=now - 86400 - i,
+                actions=[ToolCall("Bash", "python x.py", "ModuleNotFoundError: No module named 'yaml'", True)]
+                if i == 0 else [])])
+    mem.embed_pending()
+    return mem
+
+
+@pytest.mark.parametrize("q", RECALL_QUERIES)
+def test_every_channel_stays_in_scope(two_owners_rich, q):
+    from remem.recall.config import CHANNELS, preset
+    from remem.recall.search import rank, search_sessions
+
+    mem = two_owners_rich
+    for owner in ("alice", "bob"):
+        sc = mem.scope(owner)
+        for ch in CHANNELS:
+            r = rank(mem, q, sc, k=50, cfg=preset(f"only:{ch}").with_(neighbour_weight=0.5, session_weight=1.0))
+            for tid, _ in r.items:
+                assert r.meta[tid]["owner"] == owner, (ch, q)
+            for name, c in r.channels.items():
+                rows = mem.db.execute(
+                    f"SELECT DISTINCT owner FROM turns WHERE id IN ({','.join('?' * len(c.hits))})",
+                    [t for t, _ in c.hits]).fetchall() if c.hits else []
+                assert {x[0] for x in rows} <= {owner}, (name, q)
+        for s in search_sessions(mem, q, sc, k=10):
+            assert s["owner"] == owner
+
+
+@pytest.mark.parametrize("q", RECALL_QUERIES[:4])
+def test_entry_points_stay_in_scope(two_owners_rich, q):
+    from remem.recall import entry
+
+    mem = two_owners_rich
+    for owner, other in (("alice", "bob"), ("bob", "alice")):
+        sc = mem.scope(owner)
+        for res in (mem.turn_start(q, owner=owner), entry.sub_agent(mem, q, sc), entry.repair(mem, q, sc),
+                    entry.resume(mem, q, sc)):
+            assert other not in res["text"], (q, res["text"])
+            assert all(i.get("owner", owner) == owner for i in res["items"])
+        cands = entry.resume(mem, q, sc)["items"]
+        for c in cands:
+            assert other not in entry.resume(mem, "", sc, session=c["session"])["text"]
+        # asking for the other owner's episode by key shows nothing of it
+        assert other not in entry.resume(mem, "", sc, session=f"{other}/codex/{other}-s")["text"]
+
+
+def test_vector_index_applies_scope_to_agent_and_project(mem):
+    mem.add("caching layer for api", agent="codex", project="p1")
+    mem.add("caching layer for api", agent="gemini", project="p2", owner="other")
+    mem.add("caching layer for api!", agent="gemini", project="p2")
+    mem.embed_pending()
+    from remem.recall.config import preset
+    from remem.recall.search import search
+
+    for sc, agents in ((mem.scope(agent="codex"), {"codex"}), (mem.scope(project="p2"), {"gemini"}),
+                       (mem.scope(), {"codex", "gemini"})):
+        hits = search(mem, "caching layer", sc, k=10, config=preset("vector"))
+        assert hits and {h["agent"] for h in hits} <= agents and all(h["owner"] == "default" for h in hits)

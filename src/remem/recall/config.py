@@ -69,7 +69,8 @@ class RecallConfig:
 DEFAULT = RecallConfig()
 
 # Packets for an agent: fewer, more diverse, clearly relevant items.
-PACKET = DEFAULT.with_(threshold=0.35, mmr_lambda=0.75, session_cap=2, failed_penalty=0.3)
+# A vector-only hit must also be close in absolute terms (nearest is not the same as related).
+PACKET = DEFAULT.with_(threshold=0.35, mmr_lambda=0.75, session_cap=2, failed_penalty=0.3, min_vector_sim=0.3)
 
 _PLAIN = dict(session_weight=0.0, neighbour_weight=0.0, agreement=0.0, recency_weight=0.0,
               importance_weight=0.0, stop_words=False, stem_prefix=False, speaker_boost=1.0)

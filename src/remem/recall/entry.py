@@ -84,10 +84,22 @@ def _packet(mem: Remem, prompt: str, scope: Scope, *, entry: str, project: str |
             boosted.append((t, s))
         order = sorted(boosted, key=lambda x: -x[1])
     items = _items(mem, scope, ranked, order[: d["k"]])
+    _attach_fixes(mem, scope, items)
     text, kept, tokens = pk.render(items, budget=budget, now=now)
     if kept:
         turnrepo_touch(mem, scope, [i["id"] for i in kept], now)
     return {**base, "text": text, "items": kept, "tokens": tokens, "stats": ranked.stats()}
+
+
+def _attach_fixes(mem: Remem, scope: Scope, items: list[dict[str, Any]], skip_shown: bool = True) -> None:
+    """A failed turn is shown with the turn that fixed it (the next success in its session)."""
+    failed = [it["id"] for it in items if it["status"] == "failed"]
+    meta = recrepo.meta(mem.db, scope, failed)
+    shown = {it["id"] for it in items} if skip_shown else set()
+    for it in items:
+        if it["id"] in meta:
+            fixes = [f for f in recrepo.fixes_after(mem.db, scope, meta[it["id"]]) if f["id"] not in shown]
+            it["evidence"] = [("fixed by " + f["id"], f["request"] + " → " + f["reply"]) for f in fixes[:1]]
 
 
 def turnrepo_touch(mem: Remem, scope: Scope, ids: list[str], now: float) -> None:
@@ -128,10 +140,7 @@ def repair(mem: Remem, error: str, scope: Scope, *, tool: str = "", budget: int 
     order = list(dict.fromkeys([t for t, _ in hits] + [t for t, _ in ranked.items]))[: DEFAULTS["repair"]["k"]]
     score = {t: s for t, s in ranked.items}
     items = _items(mem, scope, ranked, [(t, score.get(t, 1.0)) for t in order])
-    meta = recrepo.meta(mem.db, scope, order)
-    for it in items:
-        fixes = recrepo.fixes_after(mem.db, scope, meta.get(it["id"], it)) if it["status"] == "failed" else []
-        it["evidence"] = [("fixed by " + f["id"], f["request"] + " → " + f["reply"]) for f in fixes[:1]]
+    _attach_fixes(mem, scope, items, skip_shown=False)
     text, kept, tokens = pk.render(items, budget=budget, now=now)
     return {"entry": "repair", "budget": budget, "signatures": sigs, "text": text, "items": kept,
             "tokens": tokens, "stats": ranked.stats()}

@@ -104,9 +104,9 @@ def spread(scores: Mapping[str, float], groups: Mapping[str, str], neighbours: M
         vals.sort(reverse=True)
         top = vals[:session_top]
         group_score[g] = sum(top) / session_top
-    items = set(scores)
-    for item in list(scores):
-        items.update(neighbours.get(item, ()))
+    items = set(scores) | set(neighbours)
+    for vals in neighbours.values():
+        items.update(vals)
     out: dict[str, float] = {}
     parts: dict[str, dict[str, float]] = {}
     for item in items:
