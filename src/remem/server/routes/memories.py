@@ -8,7 +8,6 @@ from pydantic import BaseModel, Field
 
 from ...core import Remem
 from ...model import ToolCall, TurnIn
-from ...store import turns as turnrepo
 from .. import deps
 
 router = APIRouter(tags=["memories"])
@@ -90,15 +89,15 @@ def _search(mem: Remem, query: str, k: int, owner: str | None, agent: str | None
     results = mem.search(query, scope=scope, k=k, explain=True)
     took = round((time.perf_counter() - t0) * 1000, 2)
     # the viewer shows when a turn happened and which tools it used; fill those in one scoped read
-    missing = [r["id"] for r in results if "started_at" not in r or "tools" not in r]
-    if missing:
-        rows = turnrepo.get_many(mem.db, scope, missing)
-        for r in results:
-            row = rows.get(r["id"])
-            if row is not None:
-                p = preview(row)
-                for key in ("started_at", "tools", "actions_count", "errors", "request", "reply"):
-                    r.setdefault(key, p[key])
+    # (one get per id: ``store.turns.get_many``'s IN-list lets SQLite pick the owner index and scan)
+    for r in results:
+        if "started_at" in r and "tools" in r:
+            continue
+        row = mem.get(r["id"], scope=scope)
+        if row is not None:
+            p = preview(row)
+            for key in ("started_at", "tools", "actions_count", "errors", "request", "reply"):
+                r.setdefault(key, p[key])
     return {"query": query, "results": results, "took_ms": took}
 
 
