@@ -166,8 +166,8 @@ def up(ctx: click.Context, no_import: bool, no_daemon: bool, as_json: bool) -> N
         mem.close()
     if not no_daemon:
         if running is None or running.health is None:
-            host, port = _settings(home)
-            running = daemon.spawn(home, host, port)
+            _, port = _settings(home)
+            running = daemon.spawn(home, port)
             out["daemon"] = "started"
         else:
             out["daemon"] = "already running"
@@ -180,8 +180,13 @@ def up(ctx: click.Context, no_import: bool, no_daemon: bool, as_json: bool) -> N
             click.echo(f"history import skipped: {imp['skipped']}")
         elif imp:
             t = imp.get("total", {})
-            click.echo(f"imported: {t.get('turns_added', 0)} new memories from {t.get('messages_scanned', 0)} "
-                       f"messages ({t.get('duplicates', 0)} already known)")
+            if not t.get("turns_added") and not t.get("messages_scanned"):
+                click.echo("history is up to date: nothing new since the last import")
+            else:
+                click.echo(f"imported: {t.get('turns_added', 0)} new memories from {t.get('messages_scanned', 0)} "
+                           f"messages ({t.get('duplicates', 0)} already known)")
+            if t.get("failed"):
+                click.echo(f"  {t['failed']} could not be read; see `remem sync --json` for the reasons")
         click.echo(f"remem home: {d['home']}  ·  memories stored: {d['memories']}")
         if d.get("url"):
             click.echo(f"viewer: {d['url']}  (daemon {d['daemon']}, pid {d['pid']})")

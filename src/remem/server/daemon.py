@@ -276,13 +276,16 @@ def stop(home: Path, timeout: float = 10.0) -> tuple[bool, str]:
     return False, f"remem (pid {pid}) is still running"
 
 
-def spawn(home: Path, host: str, port: int, wait: float = 30.0) -> Running:
-    """Start ``remem serve`` detached from this terminal; return once ``/health`` answers."""
+def spawn(home: Path, port: int, wait: float = 30.0) -> Running:
+    """Start ``remem serve`` detached from this terminal; return once ``/health`` answers.
+
+    No ``--host`` is passed: the daemon reads it from the settings, where anything beyond loopback
+    is refused unless a person starts ``remem serve --host`` themselves."""
     log_dir = home / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, REMEM_HOME=str(home))
     with open(log_dir / "daemon.out", "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "remem", "serve", "--host", host, "--port", str(port)],
+        proc = subprocess.Popen([sys.executable, "-m", "remem", "serve", "--port", str(port)],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env,
                                 start_new_session=True, close_fds=True)
     deadline = time.monotonic() + wait

@@ -227,7 +227,7 @@ def auto_install(mem: Remem) -> list[str]:
     if not mem.config.get("integrations.auto_install"):
         return []
     try:
-        sync, integ = optional.sync_engine(), optional.integrations()
+        integ = optional.integrations()
     except optional.Unavailable:
         return []
     known_path = mem.home / "known-agents.json"
@@ -236,16 +236,24 @@ def auto_install(mem: Remem) -> list[str]:
     except (OSError, ValueError):
         known = set()
     try:
-        detected = {str(s.get("agent") or s.get("name")) for s in sync.detect_sources(mem)}
+        if hasattr(integ, "detected_agents"):
+            detected = set(integ.detected_agents())
+        else:
+            detected = {str(s["agent"]) for s in integ.status(mem) if s.get("detected")}
     except Exception as e:
         log.warning("agent detection failed: %s", e)
         return []
     installed = []
     for agent in sorted(detected - known):
         try:
-            integ.install(mem, agent)
-            installed.append(agent)
-            log.info("installed the %s integration (auto-install is on)", agent)
+            # never take over another memory provider unasked: replace=False
+            res = integ.install(mem, agent, replace=False)
+            status = res.get("status", "ok") if isinstance(res, dict) else "ok"
+            if status in ("ok", "needs_confirmation"):
+                installed.append(agent)
+                log.info("installed the %s integration (auto-install is on): %s", agent, status)
+            else:
+                log.warning("auto-install for %s: %s %s", agent, status, res.get("error", ""))
         except Exception as e:
             log.warning("auto-install for %s failed: %s", agent, e)
     known_path.write_text(json.dumps(sorted(known | detected)), encoding="utf-8")

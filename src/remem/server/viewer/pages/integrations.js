@@ -1,7 +1,7 @@
 // Cross-agent integrations: detected agents with install / remove; Advanced → add another agent (discovery).
 import { api } from '../api.js';
 import { t } from '../i18n.js';
-import { h, agentBadge, emptyState, errorBox, loading, toast } from '../ui.js';
+import { h, agentBadge, emptyState, errorBox, loading, toast, confirmDialog } from '../ui.js';
 import { jobPanel } from '../jobview.js';
 
 const DEFAULT_PRESETS = ['kimi code', 'zcode', 'minimax code', 'coder'];
@@ -71,7 +71,14 @@ export function render(root) {
     btn.disabled = true;
     err.replaceChildren();
     try {
-      await api(`/integrations/${encodeURIComponent(agent)}/${installed ? 'remove' : 'install'}`, { method: 'POST' });
+      const path = `/integrations/${encodeURIComponent(agent)}/${installed ? 'remove' : 'install'}`;
+      let r = await api(path, { method: 'POST' });
+      if (!installed && r.result && r.result.status === 'needs_confirmation') {
+        const notes = (r.result.notes || []).join('\n');
+        const replace = await confirmDialog({ title: t('integrations.replace_title', { agent }),
+          body: notes || t('integrations.replace_body'), confirm: t('integrations.replace_confirm') });
+        if (replace) r = await api(path + '?replace=true', { method: 'POST' });
+      }
       toast(installed ? t('integrations.removed', { agent }) : t('integrations.installed_toast', { agent }));
       load();
     } catch (e) {
