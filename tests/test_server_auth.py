@@ -156,7 +156,9 @@ def test_token_and_secrets_never_logged(daemon):
     httpx.get(daemon.url + "/api/v1/stats", headers={"Authorization": f"Bearer {tok}x"})
     httpx.get(daemon.url + f"/api/v1/stats?token={tok}")
     time.sleep(0.3)
-    log = (daemon.home / "logs" / "daemon.log").read_text(encoding="utf-8")
+    log_path = daemon.home / "logs" / "daemon.log"
+    assert log_path.stat().st_mode & 0o777 == 0o600
+    log = log_path.read_text(encoding="utf-8")
     assert "GET /api/v1/memories/search 200" in log  # requests are logged …
     assert tok not in log and SECRET not in log and "Zq7Xv2Lm9Rt4" not in log  # … secrets are not
     # and the stored memory itself is redacted

@@ -58,9 +58,9 @@ def browser():
         b.close()
 
 
-def shot(page, name: str) -> None:
+def shot(page, name: str, full: bool = False) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full)
 
 
 def login(page, daemon) -> None:
@@ -147,7 +147,7 @@ def test_viewer_end_to_end(daemon, browser):
     page.wait_for_selector("#embed-slot #job-progress")
     page.wait_for_selector('#embed-slot #job-progress[data-status="done"]', timeout=60_000)
     page.wait_for_selector("#jobs-card table")
-    shot(page, "06-health")
+    shot(page, "06-health", full=True)
 
     # integrations: install and remove one, then the discovery flow
     page.click('a[data-page="integrations"]')
@@ -171,7 +171,7 @@ def test_viewer_end_to_end(daemon, browser):
         page.wait_for_selector("#job-panel")
         page.wait_for_selector('#job-panel #job-progress[data-status="done"], '
                                '#job-panel #job-progress[data-status="failed"]', timeout=30_000)
-    shot(page, "08-add-other-agent")
+    shot(page, "08-add-other-agent", full=True)
 
     # settings: a switch saves at once and says so
     page.click('a[data-page="settings"]')
@@ -179,7 +179,7 @@ def test_viewer_end_to_end(daemon, browser):
     page.locator(".setting[data-key='integrations.auto_install'] .switch").click()
     page.wait_for_selector("[data-status='integrations.auto_install'].ok")
     assert daemon.get("/api/v1/config").json()["values"]["integrations"]["auto_install"] is True
-    shot(page, "09-settings")
+    shot(page, "09-settings", full=True)
     page.locator(".setting[data-key='integrations.auto_install'] .switch").click()
     page.wait_for_selector("[data-status='integrations.auto_install'].ok")
 

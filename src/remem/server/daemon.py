@@ -230,6 +230,7 @@ def _run(home: Path, host: str, port: int, sock: socket.socket, token: str, prev
     from .front import Front
     from .state import DaemonState
 
+    os.umask(0o077)  # logs (also after rotation), exports and temp files stay private to this user
     state = DaemonState(home=home, token=token, host=host, port=port, background=background)
     state.log_path = logs.setup(home / "logs", token)
     log = logging.getLogger("remem.daemon")

@@ -63,7 +63,6 @@ class Front:
             from .app import create_app
             from .jobkinds import HANDLERS, Scheduler, recover, startup
             from .jobs import JobRunner
-
             from .state import version
 
             log.info("remem %s starting", version())
