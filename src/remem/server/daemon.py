@@ -18,8 +18,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,6 +113,9 @@ def is_locked(home: Path) -> bool:
 
 def probe(host: str, port: int, timeout: float = 1.0) -> dict[str, Any] | None:
     """``/health`` of whatever listens on host:port, or None."""
+    import urllib.error
+    import urllib.request
+
     try:
         with urllib.request.urlopen(base_url(host, port) + "/health", timeout=timeout) as r:  # noqa: S310
             data = json.loads(r.read())
@@ -141,6 +142,8 @@ def find(home: Path, wait: float = 0.0) -> Running | None:
 def api(home: Path, running: Running, path: str, token: str, method: str = "GET",
         body: Any = None, timeout: float = 5.0) -> Any:
     """One authenticated JSON call to a running daemon (used by ``status`` and ``up``)."""
+    import urllib.request
+
     req = urllib.request.Request(running.url + API_PREFIX + path, method=method,
                                  headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
                                  data=json.dumps(body).encode() if body is not None else None)
