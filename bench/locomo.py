@@ -192,6 +192,9 @@ def run(data: str, *, config: str = "default", model: str | None = None, limit: 
             ids[conv["id"]] = ingest(mem, conv)
         timing["ingest_s"] = round(time.perf_counter() - t0, 2)
         t0 = time.perf_counter()
+        mem.index_pending(embed=False)  # entities + trigram: the background index job, run now
+        timing["index_s"] = round(time.perf_counter() - t0, 2)
+        t0 = time.perf_counter()
         if wants_vectors:
             say(f"embedding {sum(len(v) for v in ids.values())} turns with {model} …")
             mem.embed_pending()

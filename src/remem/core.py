@@ -14,6 +14,7 @@ from typing import IO, Any
 
 from . import config as configmod
 from .agents import canonical_agent
+from .ingest.deferred import index_rows
 from .ingest.normalize import InputError, check_user_text
 from .ingest.pipeline import BatchResult, WriteResult, persist, prepare
 from .model import ToolCall, TurnIn
@@ -218,11 +219,11 @@ class Remem:
         return self._embedder_error
 
     def index_pending(self, *, embed: bool = True, limit: int | None = None) -> dict[str, int]:
-        """Run the background index work now: trigram index backlog, then embeddings."""
+        """Run the background index work now: entities and trigram index backlog, then embeddings."""
         done = {"trigram": 0, "embedded": 0}
         while True:
             with transaction(self.db):
-                n = turnrepo.index_trigram(self.db, limit=2000)
+                n = index_rows(self.db, limit=2000)
             done["trigram"] += n
             if n == 0:
                 break

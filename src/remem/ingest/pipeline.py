@@ -14,18 +14,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agents import canonical_agent
-from ..index.entities import index_turn as index_entities
 from ..index.text import cjk_index_text
 from ..model import STATUSES, ToolCall, TurnIn
 from ..store import jobs as jobrepo
 from ..store.db import transaction
-from ..store.turns import TurnRow, index_trigram, write_turn
+from ..store.turns import TurnRow, write_turn
+from .deferred import index_rows
 from .normalize import InputError, clean_text, norm_request, sha, strip_injected
 from .redact import redact
 from .signatures import error_signatures
 
 MAX_TURN_BYTES = 2 * 1024 * 1024
-INLINE_TRIGRAM = 32  # small writes (CLI, hooks) enter the trigram index at once; imports defer it
+INLINE_TRIGRAM = 32  # small writes (CLI, hooks) are indexed at once (entities, trigram); imports defer it
 
 
 @dataclass(slots=True)
@@ -137,15 +137,13 @@ def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX
                 continue
             tid, status = write_turn(db, row, now)
             out.results.append(WriteResult(tid, status))
-            if status in ("added", "updated"):  # entities for the recall graph, same transaction
-                index_entities(db, row.owner, tid, row.request, row.reply, row.actions, replace=status == "updated")
             if status in ("added", "updated"):
                 changed = True
                 touched.append(tid)
         if changed:
             if len(touched) <= INLINE_TRIGRAM and not defer_index:
                 marks = ",".join("?" * len(touched))
-                index_trigram(db, rowids=[r[0] for r in db.execute(
+                index_rows(db, rowids=[r[0] for r in db.execute(
                     f"SELECT rowid FROM turns WHERE id IN ({marks})", touched)])
             else:
                 jobrepo.enqueue(db, "index", dedup_key="index:trigram", now=now)

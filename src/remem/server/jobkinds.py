@@ -134,8 +134,9 @@ class SyncProgress:
 
 def run_index(ctx: JobContext) -> dict[str, Any]:
     """Move turns written in bulk into the trigram (substring) index, a batch per transaction."""
+    from ..ingest.deferred import index_rows
     from ..store.db import transaction
-    from ..store.turns import index_trigram, trigram_backlog
+    from ..store.turns import trigram_backlog
 
     db = ctx.mem.db
     total = trigram_backlog(db)
@@ -143,7 +144,7 @@ def run_index(ctx: JobContext) -> dict[str, Any]:
     ctx.report({"phase": "indexing", "done": 0, "total": total})
     while not ctx.control.checkpoint():
         with transaction(db):
-            n = index_trigram(db, limit=2000)
+            n = index_rows(db, limit=2000)
         if not n:
             break
         done += n
