@@ -227,3 +227,21 @@ def test_injected_context_is_not_part_of_the_request(mem):
     g = mem.add_turns([TurnIn(request="<hook_context>digest</hook_context>\n\nrun tests", reply="ok",
                               agent="gemini", session_id="G")]).results[0]
     assert mem.get(g.id)["request"] == "run tests"
+
+
+def test_sessions_clear_all_and_embedder_status(mem):
+    mem.add("first in s1", agent="codex", session="s1")
+    mem.add("second in s1", agent="codex", session="s1")
+    mem.add("other owner", agent="codex", session="s2", owner="someone-else")
+    sess = mem.sessions()
+    assert [(s["session_id"], s["turn_count"]) for s in sess] == [("s1", 2)]
+    assert mem.sessions(owner="someone-else")[0]["session_id"] == "s2"
+    st = mem.embedder_status()
+    assert st["configured"] == "hash" and st["loaded"] is None and st["pending"] == 3
+    mem.embed_pending()
+    assert mem.embedder_status()["loaded"].startswith("hash")
+    mem.reset_embedder()
+    assert mem.embedder_status()["loaded"] is None
+    deleted = mem.clear_all()
+    assert deleted["turns"] == 3 and mem.stats()["turns"] == 0 and mem.stats(owner="someone-else")["turns"] == 0
+    assert (mem.home / "token").exists() and (mem.home / "config.yaml").exists()

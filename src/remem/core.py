@@ -184,6 +184,24 @@ class Remem:
                      json.dumps({"count": len(gone)})))
         return gone
 
+    def sessions(self, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
+                 project: str | None = None, limit: int = 100, offset: int = 0) -> builtins.list[dict[str, Any]]:
+        """Sessions in scope, most recently active first."""
+        return turnrepo.list_sessions(self.db, self.scope(owner, agent=agent, project=project), limit=limit,
+                                      offset=offset)
+
+    def clear_all(self) -> dict[str, int]:
+        """Delete every memory, session, source watermark and job of this home (settings and token stay)."""
+        with transaction(self.db):
+            deleted = turnrepo.clear_all(self.db)
+            self.db.execute("INSERT INTO audit (ts, action, owner, target, detail) VALUES (?,?,?,?,?)",
+                            (time.time(), "clear", "*", "", json.dumps(deleted)))
+        try:
+            self.db.execute("VACUUM")
+        except sqlite3.Error:
+            pass  # space is reclaimed later; the data is already gone
+        return deleted
+
     def stats(self, *, owner: str | builtins.list[str] | None = None) -> dict[str, Any]:
         sc = self.scope(owner)
         out = turnrepo.counts(self.db, sc)
@@ -217,6 +235,20 @@ class Remem:
     @property
     def embedder_error(self) -> str:
         return self._embedder_error
+
+    def reset_embedder(self) -> None:
+        """Forget the loaded model; the next use loads what the config names now."""
+        with self._lock:
+            self._embedder, self._embedder_error = None, ""
+
+    def embedder_status(self) -> dict[str, Any]:
+        """What is configured, what is loaded (without loading it), and what waits for vectors."""
+        loaded = self._embedder
+        pending = self.db.execute("SELECT count(*) FROM turns WHERE embed_state = 'pending'").fetchone()[0]
+        return {"enabled": bool(self.config.get("embedding.enabled")),
+                "configured": str(self.config.get("embedding.model")),
+                "loaded": getattr(loaded, "model_id", None) if loaded is not None else None,
+                "error": self._embedder_error, "pending": pending}
 
     def index_pending(self, *, embed: bool = True, limit: int | None = None) -> dict[str, int]:
         """Run the background index work now: entities and trigram index backlog, then embeddings."""

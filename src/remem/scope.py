@@ -33,9 +33,13 @@ class Scope:
                    agent=canonical_agent(agent) if agent else None,
                    project=project or None)
 
-    def sql(self, alias: str = "") -> tuple[str, list[str]]:
-        """The predicate (``owner IN (…) AND …``) and its parameters for table ``alias``."""
-        p = f"{alias}." if alias else ""
+    def sql(self, alias: str = "", *, by_key: bool = False) -> tuple[str, list[str]]:
+        """The predicate (``owner IN (…) AND …``) and its parameters for table ``alias``.
+
+        ``by_key`` marks the columns with SQLite's unary ``+`` so a lookup by primary key is not
+        planned as a scan of the owner index (the filter still applies to every row).
+        """
+        p = ("+" if by_key else "") + (f"{alias}." if alias else "")
         marks = ",".join("?" * len(self.owners))
         clause = f"{p}owner IN ({marks})"
         params: list[str] = list(self.owners)

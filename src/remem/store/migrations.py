@@ -329,3 +329,22 @@ def m002_recall_indexes(db: sqlite3.Connection) -> None:
         END;
         """
     )
+
+
+@migration
+def m003_time_order(db: sqlite3.Connection) -> None:
+    """Lists are newest first by start time: index that order instead of sorting every row."""
+    script(
+        db,
+        """
+        CREATE INDEX turns_owner_time ON turns(owner, coalesce(started_at, created_at));
+        CREATE INDEX sessions_time ON sessions(owner, updated_at);
+        """
+    )
+
+
+@migration
+def m003_fts_vocabulary(db: sqlite3.Connection) -> None:
+    """Document frequency per word (read-only view over turns_fts): recall leaves out words
+    that occur in most turns, which cost bm25 the most and rank the least."""
+    db.execute("CREATE VIRTUAL TABLE turns_fts_vocab USING fts5vocab(turns_fts, 'row')")

@@ -141,7 +141,7 @@ def row_to_dict(r: sqlite3.Row) -> dict[str, Any]:
 
 
 def get(db: sqlite3.Connection, scope: Scope, turn_id: str) -> dict[str, Any] | None:
-    where, params = scope.sql()
+    where, params = scope.sql(by_key=True)
     r = db.execute(f"SELECT {COLUMNS} FROM turns WHERE id = ? AND {where}", [turn_id, *params]).fetchone()
     return row_to_dict(r) if r else None
 
@@ -149,7 +149,7 @@ def get(db: sqlite3.Connection, scope: Scope, turn_id: str) -> dict[str, Any] | 
 def get_many(db: sqlite3.Connection, scope: Scope, ids: list[str]) -> dict[str, dict[str, Any]]:
     if not ids:
         return {}
-    where, params = scope.sql()
+    where, params = scope.sql(by_key=True)
     marks = ",".join("?" * len(ids))
     rows = db.execute(f"SELECT {COLUMNS} FROM turns WHERE id IN ({marks}) AND {where}", [*ids, *params])
     return {r["id"]: row_to_dict(r) for r in rows}
@@ -300,3 +300,35 @@ def index_trigram(db: sqlite3.Connection, *, rowids: list[int] | None = None, li
 
 def trigram_backlog(db: sqlite3.Connection) -> int:
     return int(db.execute("SELECT count(*) FROM turns WHERE trgm = 0").fetchone()[0])
+
+
+CLEAR_TABLES = ("memory_links", "embeddings", "entity_mentions", "entity_edges", "entities", "memories",
+                "messages", "turns", "sessions", "checkpoints", "sources", "jobs")
+
+
+def clear_all(db: sqlite3.Connection) -> dict[str, int]:
+    """Delete every memory, session, source watermark and job (caller holds a transaction).
+
+    Not scoped on purpose: this is the "clear all local data" action behind a two-step confirmation.
+    """
+    out = {}
+    for table in CLEAR_TABLES:
+        exists = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)).fetchone()
+        if exists:
+            out[table] = db.execute(f"DELETE FROM {table}").rowcount
+    return out
+
+
+def list_sessions(db: sqlite3.Connection, scope: Scope, *, limit: int = 100,
+                  offset: int = 0) -> list[dict[str, Any]]:
+    """Sessions in scope, most recently updated first, with their opening request as title."""
+    where, params = scope.sql()
+    rows = db.execute(
+        f"SELECT id, owner, agent, project, title, started_at, updated_at, turn_count FROM sessions "
+        f"WHERE {where} ORDER BY updated_at DESC LIMIT ? OFFSET ?", [*params, limit, offset])
+    out = []
+    for r in rows:
+        d = dict(r)
+        d["session_id"] = d.pop("id").split("/", 2)[-1]
+        out.append(d)
+    return out

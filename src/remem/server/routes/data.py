@@ -14,7 +14,6 @@ from starlette.background import BackgroundTask
 
 from ... import config as configmod
 from ...core import Remem, iter_lines
-from ...store.db import transaction
 from .. import deps
 from ..state import DaemonState
 
@@ -108,14 +107,7 @@ def clear_all(mem: Mem, state: State, body: ClearBody | None = None) -> dict[str
         for job in state.runner.active_snapshots():
             with contextlib.suppress(LookupError, ValueError):
                 state.runner.control(job["id"], "stop")
-    deleted: dict[str, int] = {}
-    with transaction(mem.db):
-        for table in CLEAR_TABLES:
-            deleted[table] = mem.db.execute(f"DELETE FROM {table}").rowcount
-        mem.db.execute("INSERT INTO audit (ts, action, owner, target, detail) VALUES (?,?,?,?,?)",
-                       (time.time(), "clear", "*", "", "{}"))
-    with contextlib.suppress(Exception):
-        mem.db.execute("VACUUM")
+    deleted = mem.clear_all()
     state.bus.publish("cleared", {"deleted": deleted})
     return {"cleared": deleted}
 
@@ -148,7 +140,7 @@ def patch_config(mem: Mem, body: dict[str, Any]) -> dict[str, Any]:
     stored = {key: mem.config.set(key, value) for key, value in body.items()}
     restart = [k for k in stored if k.startswith(RESTART_KEYS)]
     if any(k.startswith("embedding.") for k in stored):
-        mem._embedder, mem._embedder_error = None, ""  # next embedding job loads the new choice
+        mem.reset_embedder()  # next embedding job loads the new choice
     overridden = [k for k in stored if k in configmod.ENV_KEYS.values()
                   and any(os.environ.get(v) for v, key in configmod.ENV_KEYS.items() if key == k)]
     return {"changed": stored, "restart_required": restart, "overridden_by_environment": overridden,

@@ -161,26 +161,17 @@ def delete_memory(mem: Mem, memory_id: str, owner: str | None = None) -> dict[st
     return {"forgotten": len(gone), "ids": gone}
 
 
-@router.get("/sessions", summary="Recent sessions (from the newest 1,000 memories)")
-def list_sessions(mem: Mem, owner: str | None = None, agent: str | None = None,
-                  project: str | None = None) -> dict[str, Any]:
-    rows = mem.list(owner=deps.owners(owner), agent=agent or None, project=project or None, limit=1000)
-    sessions: dict[tuple[str, str], dict[str, Any]] = {}
-    for r in rows:
-        if not r["session_id"]:
-            continue
-        key = (r["agent"], r["session_id"])
-        s = sessions.get(key)
-        when = r.get("started_at") or r.get("created_at")
-        if s is None:
-            sessions[key] = {"session_id": r["session_id"], "agent": r["agent"], "project": r["project"],
-                             "owner": r["owner"], "title": _cut(r["request"])[:120], "turns": 1,
-                             "last_at": when, "first_at": when}
-        else:
-            s["turns"] += 1
-            s["first_at"] = when
-            s["title"] = _cut(r["request"])[:120]  # rows are newest first: the last seen is the opener
-    return {"items": list(sessions.values())}
+@router.get("/sessions", summary="Sessions in scope, most recently active first")
+def list_sessions(mem: Mem, owner: str | None = None, agent: str | None = None, project: str | None = None,
+                  limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)) -> dict[str, Any]:
+    items = mem.sessions(owner=deps.owners(owner), agent=agent or None, project=project or None, limit=limit,
+                         offset=offset)
+    for s in items:
+        s["turns"] = s.pop("turn_count")
+        s["last_at"] = s.pop("updated_at")
+        s["first_at"] = s.pop("started_at")
+        s["title"] = _cut(s["title"])[:120]
+    return {"items": items}
 
 
 @router.get("/sessions/{session_id}/timeline", summary="A session's turns in order")

@@ -66,13 +66,7 @@ def status(state: State) -> dict[str, Any]:
         size = sum(os.path.getsize(p) for p in (str(db_path), f"{db_path}-wal", f"{db_path}-shm")
                    if os.path.exists(p))
         out["database"] = {"path": str(db_path), "bytes": size, "home": str(mem.home)}
-        emb_model = str(mem.config.get("embedding.model"))
-        loaded = mem._embedder
-        out["embedder"] = {"enabled": bool(mem.config.get("embedding.enabled")), "configured": emb_model,
-                           "loaded": getattr(loaded, "model_id", None) if loaded is not None else None,
-                           "error": mem.embedder_error,
-                           "pending": mem.db.execute(
-                               "SELECT count(*) FROM turns WHERE embed_state = 'pending'").fetchone()[0]}
+        out["embedder"] = mem.embedder_status()
     if state.runner is not None:
         out["jobs"] = {"counts": state.runner.counts(), "active": state.runner.active_snapshots()}
     return out
