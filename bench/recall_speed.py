@@ -37,9 +37,33 @@ ERRORS = ["ModuleNotFoundError: No module named 'yaml'", "TimeoutError: operatio
           "npm ERR! code ERESOLVE", "fatal: not a git repository"]
 
 
+_SYL = "ba be bi bo bu ka ke ki ko ku la le li lo lu ma me mi mo mu na ne ni no nu ra re ri ro ru " \
+       "sa se si so su ta te ti to tu va ve vi vo vu za ze zi zo zu".split()
+_RARE: list[str] = []
+
+
+def _rare_vocab(n: int = 30_000) -> list[str]:
+    """Identifier-like words (function names, file stems, people, products): the long tail."""
+    if not _RARE:
+        r = random.Random(5)
+        seen: set[str] = set()
+        while len(seen) < n:
+            w = "".join(r.choice(_SYL) for _ in range(r.randint(2, 4)))
+            if r.random() < 0.3:
+                w += "_" + r.choice(WORDS)
+            seen.add(w)
+        _RARE.extend(sorted(seen))
+    return _RARE
+
+
 def _zipf_word(rng: random.Random) -> str:
-    i = min(len(WORDS) - 1, int(rng.paretovariate(1.1)) - 1)
-    return WORDS[i] if rng.random() < 0.7 else rng.choice(WORDS)
+    """Real text is Zipfian with a long tail: common words half the time, then ranks of a
+    30,000-word vocabulary drawn log-uniformly (Zipf-like: a few frequent, most rare)."""
+    if rng.random() < 0.5:
+        i = min(len(WORDS) - 1, int(rng.paretovariate(1.1)) - 1)
+        return WORDS[i] if rng.random() < 0.7 else rng.choice(WORDS)
+    rare = _rare_vocab()
+    return rare[min(len(rare) - 1, int(len(rare) ** rng.random()) - 1)]
 
 
 def make_turns(n: int, seed: int = 7) -> list[Any]:

@@ -214,3 +214,10 @@ def test_entities_written_with_the_turn(mem):
     names = {(r[0], r[1]) for r in mem.db.execute("SELECT kind, name FROM entities")}
     assert {("path", "src/app/main.py"), ("package", "requests"), ("name", "berlin")} <= names
     assert mem.db.execute("SELECT count(*) FROM entity_edges").fetchone()[0] > 0
+
+
+def test_turn_start_counts_access_inside_scope(store):
+    res = store.turn_start("how did we fix the yaml import error?")
+    ids = [i["id"] for i in res["items"]]
+    counts = dict(store.db.execute("SELECT id, access_count FROM turns").fetchall())
+    assert all(counts[i] == 1 for i in ids) and sum(counts.values()) == len(ids)

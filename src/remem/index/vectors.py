@@ -21,8 +21,7 @@ import numpy as np
 
 from ..scope import Scope
 
-BLOCK = 2048
-MULTI_THREAD_ROWS = 50_000  # below this a matrix-vector product is faster on one BLAS thread
+BLOCK = 4096
 
 
 def _blas_controls() -> tuple[Any, Any] | None:
@@ -55,19 +54,21 @@ def _blas_controls() -> tuple[Any, Any] | None:
 _BLAS: list[Any] = []
 
 
-def _matvec(block: np.ndarray, q: np.ndarray, rows: int) -> np.ndarray:
-    if not _BLAS:
-        _BLAS.append(_blas_controls())
-    ctl = _BLAS[0]
-    if ctl is None or rows >= MULTI_THREAD_ROWS:
-        return block @ q
-    get, put = ctl
-    old = get()
-    put(1)
-    try:
-        return block @ q
-    finally:
-        put(old)
+class _one_blas_thread:
+    """Run matrix-vector products on one OpenBLAS thread: they are memory-bound, and waking
+    the worker threads costs milliseconds per call."""
+
+    def __enter__(self) -> None:
+        if not _BLAS:
+            _BLAS.append(_blas_controls())
+        self.ctl = _BLAS[0]
+        if self.ctl is not None:
+            self.old = self.ctl[0]()
+            self.ctl[1](1)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.ctl is not None:
+            self.ctl[1](self.old)
 
 
 @dataclass
@@ -116,8 +117,14 @@ class VectorIndex:
         if slot is None:
             slot = self.n
             self.n += 1
-            if slot // BLOCK >= len(self.blocks):
-                self.blocks.append(np.zeros((BLOCK, self.dim), dtype=np.float32))
+            b, r = divmod(slot, BLOCK)
+            if b >= len(self.blocks):
+                self.blocks.append(np.zeros((min(BLOCK, 256), self.dim), dtype=np.float32))
+            elif r >= len(self.blocks[b]):
+                # the last block grows by a quarter at a time: at most ~25 % of one block is spare
+                grown = np.zeros((min(BLOCK, int(len(self.blocks[b]) * 1.25) + 64), self.dim), dtype=np.float32)
+                grown[: len(self.blocks[b])] = self.blocks[b]
+                self.blocks[b] = grown
             self.row_ids.append(row_id)
             self.slot_of[row_id] = slot
             self._grow_meta(self.n)
@@ -186,13 +193,14 @@ class VectorIndex:
             return []
         scores = np.full(self.n, -np.inf, dtype=np.float32)
         rows = int(mask.sum())
-        for b, block in enumerate(self.blocks):
-            lo = b * BLOCK
-            hi = min(self.n, lo + BLOCK)
-            m = mask[lo:hi]
-            if m.any():
-                s = _matvec(block[: hi - lo], q, rows)
-                scores[lo:hi] = np.where(m, s, -np.inf)
+        with _one_blas_thread():
+            for b, block in enumerate(self.blocks):
+                lo = b * BLOCK
+                hi = min(self.n, lo + BLOCK)
+                m = mask[lo:hi]
+                if m.any():
+                    s = block[: hi - lo] @ q
+                    scores[lo:hi] = np.where(m, s, -np.inf)
         kk = min(k, rows)
         top = np.argpartition(-scores, kk - 1)[:kk]
         top = top[np.argsort(-scores[top], kind="stable")]

@@ -60,13 +60,32 @@ def stem(word: str) -> str:
     return word
 
 
-def word_expression(q: Query, cfg: RecallConfig) -> str:
-    """The FTS expression for the bm25 channel: words (or prefixes of their stems) and CJK terms."""
+COMMON_DF = 0.05     # a word in over 5 % of all turns ranks little (IDF < 3) but costs the most
+PRUNE_FROM = 20_000  # below this many turns every word is cheap
+
+
+def word_expression(q: Query, cfg: RecallConfig, db: sqlite3.Connection | None = None) -> str:
+    """The FTS expression for the bm25 channel: words (or prefixes of their stems) and CJK terms.
+
+    In a large store, words found in most turns are left out; when every word is that common,
+    the three rarest must all match (AND) instead.
+    """
     words = q.words if cfg.stop_words else list(dict.fromkeys(q.all_words))[:24]
+    joiner = " OR "
+    if db is not None and cfg.stop_words and words:
+        n, df = recrepo.doc_freqs(db, words)
+        if n >= PRUNE_FROM:
+            rare = [w for w in words if df.get(w, 0) <= COMMON_DF * n]
+            if rare:
+                words = rare
+            else:
+                words, joiner = sorted(words, key=lambda w: df.get(w, 0))[:3], " AND "
     parts = []
     for w in words:
         s = stem(w) if cfg.stem_prefix else w
         parts.append(f"{quote(s)}*" if s != w else quote(w))
+    if joiner == " AND ":
+        return " AND ".join(parts)
     cjk = q.fts.split(" OR ") if q.cjk_runs else []
     parts += [p for p in cjk if p.startswith("cjk :")]
     return " OR ".join(dict.fromkeys(parts))
@@ -97,9 +116,9 @@ def fts(db: sqlite3.Connection, scope: Scope, expr: str, limit: int, *, since: f
 
 def scope_corpus(db: sqlite3.Connection, scope: Scope, max_docs: int | None = None) -> okapi.ScopeCorpus | None:
     """The scope's exact-BM25 corpus (cached until the scope changes); None when it is too big."""
-    n, max_rowid, max_upd = recrepo.scope_size(db, scope)
-    if n > (max_docs or okapi.MAX_DOCS):
+    if not recrepo.scope_at_most(db, scope, max_docs or okapi.MAX_DOCS):
         return None
+    n, max_rowid, max_upd = recrepo.scope_size(db, scope)
     key = (db_file(db), scope, n, max_rowid, max_upd)
     return okapi.corpus(key, lambda: list(recrepo.iter_texts(db, scope)))
 
@@ -119,7 +138,7 @@ def ch_bm25(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Channel:
         if cfg.stop_words:
             words = [w for w in words if w in set(q.words)] or words
         return Channel("bm25", corp.top_turns(words, cfg.pool))
-    hits = fts(mem.db, scope, word_expression(q, cfg), cfg.pool)
+    hits = fts(mem.db, scope, word_expression(q, cfg, mem.db), cfg.pool)
     if not hits and q.short and not q.cjk_runs:
         hits = recrepo_like(mem.db, scope, q.short[0], cfg.pool)
     return Channel("bm25", hits)
@@ -223,7 +242,7 @@ def ch_entity(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Channel:
 def ch_time(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Channel:
     if not q.times:
         return Channel("time", reason="no time expression")
-    expr = word_expression(q, cfg)
+    expr = word_expression(q, cfg, mem.db)
     hits: dict[str, float] = {}
     for r in q.times:
         got = fts(mem.db, scope, expr, cfg.pool, since=r.since, until=r.until) if expr else []

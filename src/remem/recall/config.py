@@ -24,7 +24,7 @@ class RecallConfig:
         "structural": 1.5,      # the same error signature is near-certain relevance
         "entity": 0.4,          # shared paths / symbols / names, with bounded expansion
         "time": 0.8,            # words inside a time range the query names
-        "recency": 0.1,         # a nudge toward what is fresh; never enough alone
+        "recency": 0.0,         # as a channel only for experiments: the recency boost does this job
     })
     rrf_k: int = 10             # measured on LoCoMo dev: 60 (the usual) flattens the top ranks too much
                                 # (turn recall_any@5 61.7 at 60, 67.9 at 10; bench/RESULTS.md)
@@ -35,10 +35,10 @@ class RecallConfig:
     agreement: float = 0.1      # +10 % per extra channel that found the same turn
     threshold: float = 0.0      # keep results ≥ ratio × best score (packets use a higher one)
     # evidence from a turn's session and neighbours
-    session_weight: float = 2.0   # × 1/(k + rank of the turn's session): good sessions lift their turns
+    session_weight: float = 3.0   # × 1/(k + rank of the turn's session): good sessions lift their turns
     session_source: str = "auto"  # "okapi" (session documents, exact) | "turns" (aggregate turn hits) |
                                   # "auto" (okapi for scopes ≤ OKAPI_SESSION_MAX turns: cheap to rebuild)
-    neighbour_weight: float = 0.2  # × best neighbour's score: the reply after a question holds the answer
+    neighbour_weight: float = 0.3  # × best neighbour's score: the reply after a question holds the answer
     # diversity
     mmr_lambda: float = 1.0     # 1 = pure relevance order
     session_cap: int = 0        # max results per session (0 = no cap)

@@ -109,7 +109,7 @@ def turnrepo_touch(mem: Remem, scope: Scope, ids: list[str], now: float) -> None
         from ..store.db import transaction
 
         with transaction(mem.db):
-            turnrepo.touch(mem.db, scope, ids, now)
+            recrepo.touch(mem.db, scope, ids, now)
     except Exception:  # access counts are a nicety; a busy database must not cost the agent its packet
         pass
 

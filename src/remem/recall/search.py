@@ -158,8 +158,8 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
     order = sorted(final.items(), key=lambda x: (-x[1], x[0]))
     order = rk.adaptive_threshold(order, cfg.threshold)
     if cfg.mmr_lambda < 1.0 or cfg.session_cap:
-        toks = {t: set((meta[t].get("request") or "").lower().split()) for t, _ in order[: k * 4]}
-        order = rk.mmr(order[: k * 4], lambda a, b: rk.jaccard(toks[a], toks[b]), k=k, lam=cfg.mmr_lambda,
+        toks = {t: set((meta[t].get("request") or "").lower().split()) for t, _ in order[: k * 3]}
+        order = rk.mmr(order[: k * 3], lambda a, b: rk.jaccard(toks[a], toks[b]), k=k, lam=cfg.mmr_lambda,
                        group_of=lambda t: groups.get(t) or t, group_cap=cfg.session_cap)
     for t, s in order:
         details[t]["final"] = round(s, 6)

@@ -129,8 +129,16 @@ def session_turns(db: sqlite3.Connection, scope: Scope, owner: str, agent: str, 
     return [dict(r) for r in db.execute(sql, [session_id, owner, agent, *params, limit])]
 
 
+def scope_at_most(db: sqlite3.Connection, scope: Scope, limit: int) -> bool:
+    """True when the scope holds at most ``limit`` turns (reads at most limit + 1 index entries)."""
+    where, params = scope.sql()
+    n = db.execute(f"SELECT count(*) FROM (SELECT 1 FROM turns WHERE {where} AND deleted = 0 LIMIT ?)",
+                   [*params, limit + 1]).fetchone()[0]
+    return int(n) <= limit
+
+
 def scope_size(db: sqlite3.Connection, scope: Scope) -> tuple[int, int, float]:
-    """(turn count, max rowid, max updated_at) in scope: a cheap version stamp for caches."""
+    """(turn count, max rowid, max updated_at) in scope: a version stamp for caches."""
     where, params = scope.sql()
     r = db.execute(f"SELECT count(*), coalesce(max(rowid), 0), coalesce(max(updated_at), 0) FROM turns "
                    f"WHERE {where} AND deleted = 0", params).fetchone()
@@ -144,3 +152,46 @@ def iter_texts(db: sqlite3.Connection, scope: Scope) -> Iterator[tuple[str, str,
            f"FROM turns WHERE {where} AND deleted = 0 ORDER BY rowid")
     for r in db.execute(sql, params):
         yield r[0], r[1], r[2], r[3], r[4], r[5]
+
+
+_DF: dict[tuple[str, str], tuple[int, float]] = {}
+DF_TTL = 300.0  # document frequencies move slowly; re-read them every five minutes
+
+
+def doc_freqs(db: sqlite3.Connection, terms: list[str]) -> tuple[int, dict[str, int]]:
+    """(approximate corpus size, documents holding each term) over all turns, cached.
+
+    Statistics only (no memory text, no ids): used to leave very common words out of a query.
+    """
+    import time
+
+    key_db = str(db.execute("PRAGMA database_list").fetchone()[2])
+    now = time.time()
+    out: dict[str, int] = {}
+    missing = []
+    for t in terms:
+        got = _DF.get((key_db, t))
+        if got and now - got[1] < DF_TTL:
+            out[t] = got[0]
+        else:
+            missing.append(t)
+    if missing:
+        marks = ",".join("?" * len(missing))
+        found = dict(db.execute(f"SELECT term, doc FROM turns_fts_vocab WHERE term IN ({marks})", missing).fetchall())
+        if len(_DF) > 50_000:
+            _DF.clear()
+        for t in missing:
+            out[t] = int(found.get(t, 0))
+            _DF[(key_db, t)] = (out[t], now)
+    n = int(db.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0])
+    return n, out
+
+
+def touch(db: sqlite3.Connection, scope: Scope, ids: list[str], now: float) -> None:
+    """Count an access of these turns (looked up by id: the scope index would scan the scope)."""
+    if not ids:
+        return
+    where, params = scope.sql("t")
+    db.execute(f"UPDATE turns SET access_count = access_count + 1, last_access = ? WHERE rowid IN ("
+               f"SELECT t.rowid FROM (VALUES {','.join(['(?)'] * len(ids))}) c CROSS JOIN turns t "
+               f"ON t.id = c.column1 WHERE {where})", [now, *ids, *params])
