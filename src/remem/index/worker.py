@@ -16,9 +16,16 @@ log = logging.getLogger("remem.embed")
 FIELDS = ("summary", "actions")
 
 
+# Embedding cost grows faster than text length (attention), and the default model does ~17 short
+# texts per CPU second: embed what carries the signal, capped, never whole turns.
+REQUEST_CHARS = 700
+GIST_CHARS = 300
+ACTIONS_CHARS = 600
+
+
 def embed_text(request: str, summary: str, reply: str) -> str:
     """What the 'summary' vector sees: the request carries most of the signal, then the gist."""
-    return (request[:1200] + "\n" + (summary or reply)[:600]).strip()
+    return (request[:REQUEST_CHARS] + "\n" + (summary or reply)[:GIST_CHARS]).strip()
 
 
 def run_pending(db: sqlite3.Connection, embedder: Any, *, batch_size: int = 32, limit: int | None = None,
@@ -40,7 +47,7 @@ def run_pending(db: sqlite3.Connection, embedder: Any, *, batch_size: int = 32, 
         act_rows = [r for r in rows if r["actions"]]
         try:
             vecs = np.asarray(embedder.embed(texts), dtype=np.float32)
-            avecs = (np.asarray(embedder.embed([r["actions"][:1500] for r in act_rows]), dtype=np.float32)
+            avecs = (np.asarray(embedder.embed([r["actions"][:ACTIONS_CHARS] for r in act_rows]), dtype=np.float32)
                      if act_rows else None)
         except Exception as e:  # the model broke: mark the batch failed, keep lexical search working
             log.warning("embedding failed: %s", e)
