@@ -14,6 +14,23 @@ SHARED = REPO.parent / "shared"
 FIXTURES = SHARED / "fixtures" / "agents"
 
 
+def copy_fixture(name: str, dest: Path) -> Path:
+    """Copy one agent's fixture tree into a test HOME, writable (shared/ is read-only in CI)."""
+    import shutil
+
+    src = FIXTURES / name
+    if src.is_dir():
+        shutil.copytree(src, dest)
+    else:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dest)
+    for dirpath, _dirs, files in os.walk(dest if dest.is_dir() else dest.parent):
+        os.chmod(dirpath, 0o755)
+        for f in files:
+            os.chmod(os.path.join(dirpath, f), 0o644)
+    return dest
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     base = tmp_path_factory.mktemp("env")

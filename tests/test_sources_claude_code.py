@@ -3,27 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-from pathlib import Path
 
 import pytest
 
+from conftest import copy_fixture
 from remem.sources import SOURCES, ParseStats, assemble_turns, scan
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "agents"
 SRC = SOURCES["claude-code"]
 DEMO = "7f3c2a10-5b6e-4c1d-9a8b-0e1f2a3b4c5d"
-
-
-def copy_fixture(name: str, dest: Path) -> Path:
-    """Copy a read-only fixture tree and make the copy writable."""
-    shutil.copytree(FIXTURES / name, dest)
-    for dirpath, _dirs, files in os.walk(dest):
-        os.chmod(dirpath, 0o755)
-        for f in files:
-            os.chmod(os.path.join(dirpath, f), 0o644)
-    return dest
 
 
 @pytest.fixture

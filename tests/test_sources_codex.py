@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
+from conftest import copy_fixture
 from remem.sources import SOURCES, ParseStats, assemble_turns, scan
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "agents"
 SRC = SOURCES["codex"]
 SYN = "019a2d7a-41c4-78b1-b7cc-a45d62a89cd5"
 REAL = "11111111-1111-4111-8111-111111111111"
 
-
-def copy_fixture(name: str, dest: Path) -> Path:
-    shutil.copytree(FIXTURES / name, dest)
-    for dirpath, _dirs, files in os.walk(dest):
-        os.chmod(dirpath, 0o755)
-        for f in files:
-            os.chmod(os.path.join(dirpath, f), 0o644)
-    return dest
 
 
 @pytest.fixture

@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from conftest import copy_fixture
 from remem.sources import SOURCES, ParseStats, assemble_turns, base, scan
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "agents"
 SRC = SOURCES["hermes"]
 SID = "20260303_100000_a1b2c3"
 
-
-def copy_fixture(name: str, dest: Path) -> Path:
-    shutil.copytree(FIXTURES / name, dest)
-    for dirpath, _dirs, files in os.walk(dest):
-        os.chmod(dirpath, 0o755)
-        for f in files:
-            os.chmod(os.path.join(dirpath, f), 0o644)
-    return dest
 
 
 @pytest.fixture

@@ -3,27 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from conftest import copy_fixture
 from remem.sources import SOURCES, ParseStats, assemble_turns, base, scan
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "agents"
 SRC = SOURCES["openclaw"]
 SID = "8c1e2d3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f"
 
-
-def copy_fixture(name: str, dest: Path) -> Path:
-    shutil.copytree(FIXTURES / name, dest)
-    for dirpath, _dirs, files in os.walk(dest):
-        os.chmod(dirpath, 0o755)
-        for f in files:
-            os.chmod(os.path.join(dirpath, f), 0o644)
-    return dest
 
 
 @pytest.fixture

@@ -3,29 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from conftest import copy_fixture
 from remem.sources import SOURCES, ParseStats, assemble_turns, base, scan
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "agents"
 SRC = SOURCES["opencode"]
 SES = "ses_3a1f9e2c7ffeAbCdEfGhIjKlMn"
 SUB = "ses_3a1f9e2c8ffeSubAgentXyz01"
 USER_MSG = "msg_c5e0a1b20001UsrAAAAAAAAAA"
 
-
-def copy_fixture(name: str, dest: Path) -> Path:
-    shutil.copytree(FIXTURES / name, dest)
-    for dirpath, _dirs, files in os.walk(dest):
-        os.chmod(dirpath, 0o755)
-        for f in files:
-            os.chmod(os.path.join(dirpath, f), 0o644)
-    return dest
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, copy_fixture
 from remem.sources.base import Unit
 from remem.sources.sync import SyncControl, needs_read, next_cursor, run_sync
 
@@ -39,12 +39,7 @@ LAYOUT = {  # fixture dir → where the agent keeps it under HOME
 
 def build_home(home: Path) -> None:
     for src, dst in LAYOUT.items():
-        s, d = FIXTURES / src, home / dst
-        d.parent.mkdir(parents=True, exist_ok=True)
-        if s.is_dir():
-            shutil.copytree(s, d)
-        else:
-            shutil.copy2(s, d)
+        copy_fixture(src, home / dst)
 
 
 def snapshot(root: Path) -> dict[str, tuple[str, float]]:
