@@ -347,4 +347,4 @@ def m003_time_order(db: sqlite3.Connection) -> None:
 def m004_fts_vocabulary(db: sqlite3.Connection) -> None:
     """Document frequency per word (read-only view over turns_fts): recall leaves out words
     that occur in most turns, which cost bm25 the most and rank the least."""
-    db.execute("CREATE VIRTUAL TABLE turns_fts_vocab USING fts5vocab(turns_fts, 'row')")
+    db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS turns_fts_vocab USING fts5vocab(turns_fts, 'row')")
