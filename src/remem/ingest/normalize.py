@@ -21,10 +21,13 @@ def clean_text(text: str | None) -> str:
         return ""
     if not isinstance(text, str):
         raise InputError(f"expected text, got {type(text).__name__}")
-    text = _SURROGATE.sub("\ufffd", text)
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    ascii_only = text.isascii()
+    if not ascii_only:
+        text = _SURROGATE.sub("\ufffd", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _CTRL.sub("", text)
-    return unicodedata.normalize("NFC", text).strip()
+    return (text if ascii_only else unicodedata.normalize("NFC", text)).strip()
 
 
 # context that agents or remem itself injected into the user's turn: never part of the request

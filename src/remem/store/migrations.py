@@ -348,3 +348,10 @@ def m004_fts_vocabulary(db: sqlite3.Connection) -> None:
     """Document frequency per word (read-only view over turns_fts): recall leaves out words
     that occur in most turns, which cost bm25 the most and rank the least."""
     db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS turns_fts_vocab USING fts5vocab(turns_fts, 'row')")
+
+
+@migration
+def m005_fts_automerge(db: sqlite3.Connection) -> None:
+    """Merge FTS segments in larger steps: fewer merges per bulk insert (measured ~10–20 % faster
+    imports, bench/write_throughput.py), queries unaffected once the index settles."""
+    db.execute("INSERT INTO turns_fts(turns_fts, rank) VALUES ('automerge', 8)")
