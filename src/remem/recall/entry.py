@@ -155,10 +155,10 @@ def resume(mem: Remem, query: str, scope: Scope, *, session: str | None = None, 
     if not session:
         cands = search_sessions(mem, query, scope, k=DEFAULTS["resume"]["k"])
         for c in cands:
-            turns = recrepo.session_turns(mem.db, scope, c["owner"], c["agent"], c["session_id"], limit=1000)
-            c["turns"] = len(turns)
-            c["title"] = (turns[0]["request"][:80] if turns else "")
-            last = max((x.get("ended_at") or x.get("started_at") or 0 for x in turns), default=0)
+            sturns = recrepo.session_turns(mem.db, scope, c["owner"], c["agent"], c["session_id"], limit=1000)
+            c["turns"] = len(sturns)
+            c["title"] = (sturns[0]["request"][:80] if sturns else "")
+            last = max((x.get("ended_at") or x.get("started_at") or 0 for x in sturns), default=0)
             c["age"] = pk.relative_age(now - last) if last else "unknown age"
         lines = [f"{i}. [{pk.escape(c['agent'])} · {c['turns']} turns · {c['age']} · session {pk.escape(c['session'])}]"
                  f" {pk.escape(c['title'])}" for i, c in enumerate(cands, 1)]

@@ -84,7 +84,7 @@ class ScopeCorpus:
         docs = []
         for key in self.session_keys:
             idx = sessions[key]
-            start = min((rows[i][5] for i in idx if rows[i][5]), default=None)
+            start = min((float(rows[i][5] or 0) for i in idx if rows[i][5]), default=None)
             docs.append(session_date_words(start) + " " + " ".join(texts[i] for i in idx))
         self.sessions = Okapi([tokenize(d) for d in docs])
 
@@ -105,7 +105,7 @@ def corpus(key: tuple[object, ...], load: callable) -> ScopeCorpus:  # type: ign
         got = _CACHE.get(key)
     if got is not None:
         return got
-    built = ScopeCorpus(load())
+    built = ScopeCorpus(load())  # type: ignore[misc]
     with _LOCK:
         if len(_CACHE) >= 8:
             _CACHE.pop(next(iter(_CACHE)))

@@ -105,8 +105,8 @@ def spread(scores: Mapping[str, float], groups: Mapping[str, str], neighbours: M
         top = vals[:session_top]
         group_score[g] = sum(top) / session_top
     items = set(scores) | set(neighbours)
-    for vals in neighbours.values():
-        items.update(vals)
+    for nb in neighbours.values():
+        items.update(nb)
     out: dict[str, float] = {}
     parts: dict[str, dict[str, float]] = {}
     for item in items:
