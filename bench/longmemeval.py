@@ -136,6 +136,7 @@ def run(data: str, *, config: str = "default", model: str | None = None, limit: 
             t0 = time.perf_counter()
             ingest(mem, e, f"{qid}:user", user_only=True)
             ingest(mem, e, f"{qid}:full", user_only=False)
+            mem.index_pending(embed=False)  # entities + trigram index: the background job, run now
             t_ingest += time.perf_counter() - t0
             t0 = time.perf_counter()
             if wants_vectors:
