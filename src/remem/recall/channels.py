@@ -153,12 +153,18 @@ def recrepo_like(db: sqlite3.Connection, scope: Scope, needle: str, limit: int) 
 def ch_substring(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Channel:
     from ..store import turns as turnrepo
 
-    if not q.trigram:
+    expr = q.trigram
+    if expr and recrepo.doc_freqs(mem.db, [])[0] >= PRUNE_FROM:
+        # in a large store plain words are the bm25 channel's job; trigram keeps identifiers and CJK
+        expr = " OR ".join(quote(t) for t in [*q.identifiers, *(r for r in q.cjk_runs if len(r) >= 3)])
+        if not expr:
+            return Channel("substring", reason="no identifiers or CJK in the query")
+    if not expr:
         if q.short:
             # 1–2 character terms (e.g. one CJK word) are below the trigram index: scan newest rows
             return Channel("substring", turnrepo.search_like(mem.db, scope, q.short[0], cfg.pool))
         return Channel("substring", reason="no terms of 3+ characters")
-    return Channel("substring", turnrepo.search_substring(mem.db, scope, q.trigram, cfg.pool))
+    return Channel("substring", turnrepo.search_substring(mem.db, scope, expr, cfg.pool))
 
 
 def query_vector(mem: Remem, q: Query, cache: dict[str, Any]) -> tuple[Any, str, str]:
@@ -223,7 +229,7 @@ def ch_entity(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Channel:
     if not found:
         return Channel("entity", reason="query entities never seen")
     total = max(1, entrepo.turn_count(db, scope))
-    hub = max(50, total // 10)
+    hub = max(50, min(total // 10, entrepo.MAX_COUNT - 1))  # in > 10 % of turns (or > 2,000): no signal
     weights: dict[int, float] = {}
     for eid, _kind, _name, df in found:
         if 0 < df <= hub:

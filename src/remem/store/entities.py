@@ -11,6 +11,7 @@ import sqlite3
 
 from ..scope import Scope
 
+MAX_COUNT = 2_001       # mention counts are only compared with the hub limit: stop counting past it
 MAX_EDGE_ENTITIES = 12  # pairs grow quadratically: 12 entities → 66 edges per turn
 
 
@@ -50,7 +51,8 @@ def lookup(db: sqlite3.Connection, scope: Scope, ents: list[tuple[str, str]]) ->
         kinds = (kind,) if kind != "*" else ("name", "symbol", "path", "package", "command", "error", "url")
         km = ",".join("?" * len(kinds))
         for r in db.execute(
-                f"SELECT e.id, e.kind, e.name, (SELECT count(*) FROM entity_mentions m WHERE m.entity_id = e.id) "
+                f"SELECT e.id, e.kind, e.name, (SELECT count(*) FROM (SELECT 1 FROM entity_mentions m "
+                f"WHERE m.entity_id = e.id LIMIT {MAX_COUNT})) "
                 f"FROM entities e WHERE e.owner IN ({marks}) AND e.kind IN ({km}) AND e.name = ?",
                 [*scope.owners, *kinds, name]):
             out.append((int(r[0]), r[1], r[2], int(r[3])))
@@ -63,12 +65,11 @@ def related(db: sqlite3.Connection, scope: Scope, ids: list[int], limit: int) ->
         return []
     om = ",".join("?" * len(scope.owners))
     im = ",".join("?" * len(ids))
-    sql = (f"SELECT other, sum(weight) AS w FROM ("
-           f"SELECT dst AS other, weight FROM entity_edges WHERE owner IN ({om}) AND src IN ({im}) "
-           f"UNION ALL SELECT src AS other, weight FROM entity_edges WHERE owner IN ({om}) AND dst IN ({im})) "
-           f"WHERE other NOT IN ({im}) GROUP BY other ORDER BY w DESC LIMIT ?")
-    return [(int(r[0]), float(r[1])) for r in db.execute(
-        sql, [*scope.owners, *ids, *scope.owners, *ids, *ids, limit])]
+    # edges are stored once (src < dst) under a (owner, src, dst) key; only the src side has an
+    # index, so expansion follows edges from the query's entities to larger ids (bounded, cheap)
+    sql = (f"SELECT dst, sum(weight) AS w FROM entity_edges WHERE owner IN ({om}) AND src IN ({im}) "
+           f"AND dst NOT IN ({im}) GROUP BY dst ORDER BY w DESC LIMIT ?")
+    return [(int(r[0]), float(r[1])) for r in db.execute(sql, [*scope.owners, *ids, *ids, limit])]
 
 
 def turns_mentioning(db: sqlite3.Connection, scope: Scope, entity_id: int, limit: int) -> list[str]:
