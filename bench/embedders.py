@@ -34,6 +34,9 @@ from collections import Counter
 from importlib import metadata
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from locomo import norm_evidence  # noqa: E402  (one gold normalisation for every harness)
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LOCOMO = "../shared/bench/locomo-dev.json"
 MODELS = ["hash", "use-m3", "minilm", "e5-small"]
@@ -111,18 +114,6 @@ def mean(rows):
     return {k: 100 * sum(r[k] for r in rows) / len(rows) for k in rows[0]} if rows else {}
 
 
-def norm_evidence(ev, valid):
-    out = []
-    for raw in ev:
-        for piece in re.split(r"[;,\s]+", raw.strip()):
-            if not piece:
-                continue
-            m = re.fullmatch(r"D:?(\d+):(\d+)", piece)
-            if m:
-                piece = f"D{int(m.group(1))}:{int(m.group(2))}"
-            if piece in valid:
-                out.append(piece)
-    return list(dict.fromkeys(out))
 
 
 def turn_text(t, variant="plain"):
