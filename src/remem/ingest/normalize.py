@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from datetime import UTC, datetime
 
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -58,37 +57,6 @@ def decode_bytes(data: bytes) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(f"input is not valid UTF-8 (byte {e.start})") from None
-
-
-def to_epoch(value: object) -> float | None:
-    """ISO-8601 strings, epoch seconds or milliseconds → epoch seconds (None if unparseable)."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        v = float(value)
-        if v > 1e14:   # microseconds
-            return v / 1e6
-        if v > 1e11:   # milliseconds
-            return v / 1000.0
-        return v
-    if isinstance(value, str):
-        s = value.strip()
-        try:
-            return to_epoch(float(s))
-        except ValueError:
-            pass
-        if s.endswith("Z"):
-            s = s[:-1] + "+00:00"
-        try:
-            dt = datetime.fromisoformat(s)
-        except ValueError:
-            return None
-        if dt.tzinfo is None:
-            dt = dt.replace(tzinfo=UTC)
-        return dt.timestamp()
-    return None
 
 
 def sha(*parts: str) -> str:
