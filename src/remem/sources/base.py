@@ -41,7 +41,9 @@ class Unit:
     cheap fingerprint: when both are unchanged the unit need not be re-read. For a DB
     session ``size`` is a row count and ``mtime`` the newest update time of its rows.
     ``parts`` lists extra files read as part of this unit (e.g. sub-agent transcripts),
-    already folded into ``size`` (sum) and ``mtime`` (max).
+    already folded into ``size`` (sum) and ``mtime`` (max). ``meta["absorbs"]``, when set, lists
+    ``(unit key, session id)`` of sessions this unit folds in that may once have been units of
+    their own; the sync engine removes their separate turns (see ``sync``).
     """
 
     agent: str

@@ -14,12 +14,25 @@ echo. Echoes are matched by text in both directions, so files that lack either f
 still import. ``function_call``/``custom_tool_call`` pair with their outputs by
 ``call_id``; ``turn_aborted`` marks the turn cancelled and ``event_msg/error`` failed.
 ``compacted``, reasoning, token counts and other bookkeeping are ignored;
-``thread_rolled_back`` is not honoured (rolled-back turns stay imported). Sub-agent
-rollouts keep their own session id; the parent is recorded in ``extra["parent_session_id"]``.
+``thread_rolled_back`` is not honoured (rolled-back turns stay imported). Only a file's
+first ``session_meta`` names it: later ones are copies carried in by a fork.
+
+Sub-agents (``spawn_agent``) write rollouts of their own whose ``session_meta.source`` is
+``{"subagent": {"thread_spawn": {"parent_thread_id": …}}}``. When the parent's rollout is
+present, the sub-agent's file (and its own sub-agents', at any depth) is a part of the
+parent's unit: its messages are merged into the parent's stream by time, carry the parent's
+session id (their own in ``extra["subsession_id"]``) and are ``sidechain``, so turn assembly
+folds them into the parent turn that spawned them. A forked sub-agent starts with a copy of
+the parent's history; copied tool calls and outputs (a ``call_id`` the parent already has)
+are dropped, the copied prompts and replies are sidechain and never become turns. A
+sub-agent whose parent rollout is gone is read on its own, as its own session, with the
+parent recorded in ``extra["parent_session_id"]``. Other sub-agent kinds (review, compact)
+name no parent and stay sessions of their own.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -53,6 +66,10 @@ _INJECTED_PREFIXES = (
 _TOOL_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 _TOOL_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 _RESPONSE_TYPES = frozenset({"message", "reasoning", *_TOOL_CALLS, *_TOOL_OUTPUTS})
+_IGNORED_TYPES = frozenset({"fork_reference"})   # a fork's pointer to the parent rollout
+_HEAD_PEEK = 4096                                # session_meta.source comes before the long fields
+_HEAD_LIMIT = 1 << 20                            # bytes of the first line read to find the parent
+_PLAIN_SOURCE = re.compile(rb'"source"\s*:\s*"')
 
 
 def session_id_from_name(path: Path) -> str:
@@ -69,22 +86,141 @@ class CodexSource:
         return existing_dirs([env_path(env, "CODEX_HOME") or home_dir(env) / ".codex"])
 
     def list_units(self, root: Path, stats: ParseStats | None = None) -> list[Unit]:
-        units: list[Unit] = []
+        files: list[Path] = []
         for sub in ("sessions", "archived_sessions"):
             base = root / sub
-            if not base.is_dir():
-                continue
-            for p in sorted(base.rglob("*.jsonl")):
-                u = file_unit(AGENT, p, session_id=session_id_from_name(p))
-                if u is not None:
-                    units.append(u)
-        return units
+            if base.is_dir():
+                files.extend(sorted(base.rglob("*.jsonl")))
+        heads = {p: rollout_head(p) for p in files}
+        units: list[Unit] = []
+        for top, members in fold_groups({str(p): h for p, h in heads.items()}).items():
+            path = Path(top)
+            parts = [Path(m) for m in members]
+            children = {m: heads[Path(m)][0] for m in members}
+            meta: dict[str, Any] = {}
+            if parts:
+                meta["children"] = children
+                # the files' own units from before they were folded in (see sync: their turns go)
+                meta["absorbs"] = tuple((f"{AGENT}:{m}", sid) for m, sid in children.items())
+            if heads[path][1]:
+                meta["orphan"] = True     # a sub-agent whose parent rollout is gone
+            u = file_unit(AGENT, path, session_id=heads[path][0], parts=parts, meta=meta)
+            if u is not None:
+                units.append(u)
+        return sorted(units, key=lambda u: u.key)
 
     def read(self, unit: Unit, stats: ParseStats | None = None) -> Iterator[Message]:
         stats = stats if stats is not None else ParseStats()
-        for m in _Reader(unit.session_id or session_id_from_name(unit.path)).run(unit.path, stats):
+        top = _Reader(unit.session_id or session_id_from_name(unit.path))
+        if not unit.parts:
+            for m in top.run(unit.path, stats):
+                stats.messages += 1
+                yield m
+            return
+        children: Mapping[str, str] = unit.meta.get("children") or {}
+        streams = [top.run(unit.path, stats)]
+        streams += [_sidechain(top, _Reader(children.get(str(p)) or session_id_from_name(p)).run(p, stats))
+                    for p in unit.parts]
+        owner: dict[str, str] = {}     # call id → the (sub-)session it belongs to
+        for m in heapq.merge(*streams, key=lambda m: m.ts or 0.0):
+            if m.sidechain and not _drop_copies(m, owner):
+                stats.ignore("forked copy")
+                continue
+            mine = m.extra.get("subsession_id", "")
+            for call in m.tool_calls:
+                owner.setdefault(call.call_id, mine)
+            for call_id in m.tool_results:
+                owner.setdefault(call_id, mine)
             stats.messages += 1
             yield m
+
+
+def rollout_head(path: Path) -> tuple[str, str]:
+    """``(session id, parent session id)`` of a rollout from its first line ("" when not a sub-agent).
+
+    Listing reads this for every rollout, so it stays cheap: when the filename carries the
+    session id, a first line whose ``source`` is a plain string (``"cli"``, ``"vscode"``…) is
+    settled from its first 4 KiB; only a line that may name a parent is read whole and parsed.
+    """
+    sid = session_id_from_name(path)
+    named = bool(_UUID_TAIL.search(path.stem))
+    try:
+        with open(path, "rb") as f:
+            line = f.read(_HEAD_PEEK)
+            if named and b'"subagent"' not in line and (b"\n" in line or _PLAIN_SOURCE.search(line)):
+                return sid, ""
+            f.seek(0)
+            line = f.readline(_HEAD_LIMIT)
+    except OSError:
+        return sid, ""
+    if named and b'"subagent"' not in line:
+        return sid, ""
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return sid, ""
+    if not isinstance(rec, dict):
+        return sid, ""
+    if rec.get("type") == "session_meta":
+        meta = as_dict(rec.get("payload"))
+    elif "type" not in rec and rec.get("id") and "timestamp" in rec:
+        meta = rec                     # old rollouts: a bare first line
+    else:
+        return sid, ""
+    return str(meta.get("id") or sid), spawn_parent(meta.get("source"))
+
+
+def spawn_parent(source: Any) -> str:
+    """The parent thread id of a ``session_meta.source`` that is a spawned sub-agent, else ""."""
+    spawn = as_dict(as_dict(source).get("subagent"))
+    spawn = as_dict(spawn.get("thread_spawn")) or spawn
+    return str(spawn.get("parent_thread_id") or "")
+
+
+def fold_groups(heads: Mapping[str, tuple[str, str]]) -> dict[str, list[str]]:
+    """Rollout files grouped under the file each folds into (pure; table-tested).
+
+    ``heads`` maps a file to its ``(session id, parent session id)``. A sub-agent file joins
+    its parent's group, a sub-agent's sub-agent the group of the topmost ancestor present; a
+    file whose parent is absent heads a group of its own, and so does a file whose ancestry
+    loops (never real, but then no file is read twice). Returns top file → its sub-agent files.
+    """
+    by_sid: dict[str, str] = {}
+    for f, (sid, _parent) in sorted(heads.items()):
+        by_sid.setdefault(sid, f)
+    groups: dict[str, list[str]] = {}
+    for f in sorted(heads):
+        cur, seen = f, {f}
+        while (parent := by_sid.get(heads[cur][1]) if heads[cur][1] else None) is not None:
+            if parent in seen:
+                cur = f
+                break
+            cur = parent
+            seen.add(cur)
+        groups.setdefault(cur, [])
+        if cur != f:
+            groups[cur].append(f)
+    return groups
+
+
+def _sidechain(top: _Reader, messages: Iterator[Message]) -> Iterator[Message]:
+    """A sub-agent's messages as sidechain messages of the parent session read by ``top``."""
+    for m in messages:
+        m.extra["subsession_id"] = m.session_id
+        m.session_id = top.session_id
+        m.sidechain = True
+        yield m
+
+
+def _drop_copies(m: Message, owner: Mapping[str, str]) -> bool:
+    """Drop tool calls and outputs a forked sub-agent copied from another session; False when
+    nothing of a tool message is left."""
+    mine = m.extra.get("subsession_id", "")
+    if not m.tool_calls and not m.tool_results:
+        return True
+    m.tool_calls = [c for c in m.tool_calls if owner.get(c.call_id, mine) == mine or not c.call_id]
+    m.tool_results = {k: v for k, v in m.tool_results.items() if owner.get(k, mine) == mine or not k}
+    return bool(m.tool_calls or m.tool_results or m.text)
 
 
 class _Reader:
@@ -95,6 +231,7 @@ class _Reader:
         self.cwd = ""
         self.model = ""
         self.parent = ""
+        self.named = False             # the file's own session_meta has been read
         self.last_ts: float | None = None
         self.event_prompts = False     # an event_msg/user_message has been seen
         # texts emitted since the last prompt, by family, to drop the other family's echo
@@ -129,6 +266,9 @@ class _Reader:
             if rtype == "compacted":
                 stats.ignore("compacted")
                 continue
+            if rtype in _IGNORED_TYPES:
+                stats.ignore(str(rtype))
+                continue
             if rtype not in ("response_item", "event_msg"):
                 stats.error(f"unknown record type: {str(rtype)[:40]}", where)
                 continue
@@ -152,13 +292,12 @@ class _Reader:
                 yield m
 
     def _meta(self, p: dict[str, Any]) -> None:
+        if self.named:          # a fork copies the source's session_meta along with its history
+            return
+        self.named = True
         self.session_id = str(p.get("id") or self.session_id)
         self.cwd = str(p.get("cwd") or self.cwd)
-        source = p.get("source")
-        if isinstance(source, dict):
-            spawn = as_dict(source.get("subagent"))
-            spawn = as_dict(spawn.get("thread_spawn")) or spawn
-            self.parent = str(spawn.get("parent_thread_id") or "")
+        self.parent = spawn_parent(p.get("source"))
 
     # -- echo matching
 

@@ -2,8 +2,10 @@
 
 One unit per session file. When a session exists both as legacy ``.json`` and current
 ``.jsonl`` (same stem) only the ``.jsonl`` is read. Sub-agent logs
-``chats/<parentSessionId>/*.jsonl`` are parts of the parent's unit and fold into its turns
-as sidechain.
+``chats/<parentSessionId>/*.jsonl`` are parts of the parent's unit (the directory is matched
+to the session file whose name ends with the first 8 characters of its id) and fold into its
+turns as sidechain. A sub-agent log whose parent session file is gone is a unit of its own,
+read as its own session.
 
 ``.json`` is one ``ConversationRecord`` rewritten in place. ``.jsonl`` is replayed: line 1
 is metadata; a record with an ``id`` is upserted (last write wins, first position kept);
@@ -34,6 +36,7 @@ from .base import (
     env_path,
     existing_dirs,
     file_unit,
+    first_json_line,
     home_dir,
     iter_jsonl,
     load_json_file,
@@ -60,13 +63,30 @@ class GeminiSource:
             files = sorted(p for p in chats.glob("session-*.json*") if p.suffix in (".json", ".jsonl"))
             stems_jsonl = {p.stem for p in files if p.suffix == ".jsonl"}
             subdirs = [d for d in sorted(chats.iterdir()) if d.is_dir()]
+            claimed: set[Path] = set()
             for p in files:
                 if p.suffix == ".json" and p.stem in stems_jsonl:
                     continue
-                parts = [f for d in subdirs if p.stem.endswith("-" + d.name[:8]) for f in sorted(d.glob("*.jsonl"))]
-                u = file_unit(AGENT, p, session_id="", parts=parts, meta={"project": project})
+                mine = [d for d in subdirs if p.stem.endswith("-" + d.name[:8])]
+                claimed.update(mine)
+                parts = [f for d in mine for f in sorted(d.glob("*.jsonl"))]
+                meta: dict[str, Any] = {"project": project}
+                if parts:
+                    # the logs' own units from when their parent was missing (see sync: their turns go)
+                    meta["absorbs"] = tuple((f"{AGENT}:{f}", sid) for f in parts
+                                            if (sid := subagent_session(f)) != f.parent.name)
+                u = file_unit(AGENT, p, session_id="", parts=parts, meta=meta)
                 if u is not None:
                     units.append(u)
+            # sub-agent logs whose parent session file is gone: each is read on its own
+            for d in subdirs:
+                if d in claimed:
+                    continue
+                for f in sorted(d.glob("*.jsonl")):
+                    u = file_unit(AGENT, f, session_id=subagent_session(f),
+                                  meta={"project": project, "orphan": True})
+                    if u is not None:
+                        units.append(u)
         return sorted(units, key=lambda u: u.key)
 
     def read(self, unit: Unit, stats: ParseStats | None = None) -> Iterator[Message]:
@@ -82,6 +102,12 @@ class GeminiSource:
         for m in heapq.merge(*streams, key=lambda m: m.ts or 0.0):
             stats.messages += 1
             yield m
+
+
+def subagent_session(path: Path) -> str:
+    """A sub-agent log's own session id: ``sessionId`` of its first line, else the file stem."""
+    first = first_json_line(path) or {}
+    return str(first.get("sessionId") or path.stem)
 
 
 def project_paths(root: Path, stats: ParseStats) -> dict[str, str]:

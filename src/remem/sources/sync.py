@@ -11,6 +11,10 @@ Rules (see docs/sync.md):
   incomplete turns and was not stopped; the first clean run uses max(scan start, newest message).
 * Imports commit in batches; a unit's checkpoint is written after its last batch, so a run killed
   in the middle is finished by the next one without duplicates.
+* A unit that folds in sessions once imported on their own (``meta["absorbs"]``: a sub-agent whose
+  parent showed up later, or an import from before sub-agents were folded) removes their separate
+  turns and checkpoints once it has been read, before its own turns are written: the work now
+  lives in the parent's turn.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ if TYPE_CHECKING:
 
 BATCH = 500                  # turns per write transaction
 COUNT_KEYS = ("messages_scanned", "unique_messages", "turns_added", "turns_updated", "duplicates",
-              "skipped_incomplete", "skipped_oversize", "skipped_empty", "failed")
+              "skipped_incomplete", "skipped_oversize", "skipped_empty", "failed", "turns_removed")
 
 ProgressFn = Callable[[dict[str, Any]], None]
 
@@ -191,9 +195,23 @@ def _write(mem: Remem, res: SourceResult, turns: list[TurnIn]) -> None:
     res.counts["skipped_empty"] += c["skipped_empty"]
 
 
+def _drop_absorbed(mem: Remem, name: str, unit: Unit, owner: str, ckpts: dict[str, dict[str, Any]],
+                   res: SourceResult) -> None:
+    """Remove the separate turns of sessions this unit now folds in (only those once imported as a
+    unit of their own, known by their checkpoint), and their checkpoints."""
+    for key, session_id in unit.meta.get("absorbs", ()):
+        if key == unit.key or key not in ckpts:
+            continue
+        gone = mem.forget(session=session_id, owner=owner)
+        res.counts["turns_removed"] += len(gone)
+        with transaction(mem.db):
+            mem.db.execute("DELETE FROM checkpoints WHERE source = ? AND unit = ?", (name, key))
+        del ckpts[key]
+
+
 def _import_unit(mem: Remem, source: Source, name: str, unit: Unit, ckpt: dict[str, Any] | None,
                  res: SourceResult, owner: str, control: SyncControl,
-                 boundary: float | None) -> bool:
+                 boundary: float | None, ckpts: dict[str, dict[str, Any]] | None = None) -> bool:
     """Read and import one unit. Returns False when stopped midway."""
     stats = ParseStats()
     digest = _Digest()
@@ -213,6 +231,9 @@ def _import_unit(mem: Remem, source: Source, name: str, unit: Unit, ckpt: dict[s
         res.counts["failed"] += 1
         res.errors.append(f"{unit.path}: {type(e).__name__}: {e}")
         return True
+    if ckpts is not None:
+        # before writing: a stored twin of a folded-in turn must not be matched and updated in place
+        _drop_absorbed(mem, name, unit, owner, ckpts, res)
     if messages is not None and ckpt and ckpt.get("content_hash") == digest.h.hexdigest():
         res.counts["messages_scanned"] += digest.scanned
         res.counts["unique_messages"] += len(digest.ids)
@@ -317,7 +338,8 @@ def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: l
             res.units_unchanged += 1
         else:
             res.units_read += 1
-            if not _import_unit(mem, source, name, unit, None if full else ck, res, owner, control, boundary):
+            if not _import_unit(mem, source, name, unit, None if full else ck, res, owner, control, boundary,
+                                ckpts):
                 res.stopped = True
                 break
         if i % 5 == 0 or i == len(units):

@@ -11,8 +11,10 @@ A pure function of its inputs. Rules (see FORMATS.md, "Generic turn rule"):
   belongs to no turn.
 * Sidechain (sub-agent) messages fold into the parent's currently open turn: their tool
   calls join the trajectory and their ids join ``message_ids``; their texts never become
-  the reply. A session made only of sidechain messages (its parent transcript is gone) is
-  assembled as if it were a main conversation.
+  the reply, and their activity does not keep the turn open (a sub-agent still working after
+  the parent replied does not make the parent's turn incomplete; a later sync that reads more
+  of it updates the turn). A session made only of sidechain messages (its parent transcript is
+  gone) is assembled as if it were a main conversation.
 * The reply is the **last** non-empty main-chain assistant text of the turn. Earlier
   assistant texts are kept in the trajectory, in order, as ``ToolCall(name="note")``
   entries whose ``output`` is the text (pass ``notes=False`` to drop them).
@@ -170,7 +172,7 @@ class TurnAssembler:
                 t.side_calls.add(id(tc))
             if call.call_id:
                 t.by_call[call.call_id] = tc
-            t.activity_after_text = True
+            t.activity_after_text = t.activity_after_text or not side
         for call_id, (output, is_error) in m.tool_results.items():
             found = t.by_call.get(call_id)
             if found is None:
@@ -181,7 +183,7 @@ class TurnAssembler:
             tc = found
             tc.output = shorten(output, self.max_out)
             tc.is_error = tc.is_error or is_error
-            t.activity_after_text = True
+            t.activity_after_text = t.activity_after_text or not side
 
     # -- closing
 
