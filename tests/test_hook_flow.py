@@ -65,6 +65,38 @@ def test_claude_stop_reads_tools_and_reply_from_new_transcript_lines(tmp_path, m
     assert t["source_key"] == "live:claude-code:s1:p1"
 
 
+def test_claude_stop_waits_for_the_transcript_to_hold_the_reported_reply(tmp_path, mem):
+    """Claude Code queues its transcript writes: Stop can arrive (with ``last_assistant_message``)
+    before the tool lines are on disk. The hook re-reads until the reply it was told is there."""
+    import threading
+    import time
+
+    tr = tmp_path / "s2.jsonl"
+    tr.write_text("")
+    base = {"session_id": "s2", "cwd": CWD, "transcript_path": str(tr)}
+    call("claude-code", "UserPromptSubmit", {**base, "prompt": "rotate the key", "prompt_id": "p1"})
+    tr.write_text(claude_lines({"type": "user", "message": {"role": "user", "content": "rotate the key"}}))
+
+    def flush_late() -> None:
+        time.sleep(0.4)
+        with tr.open("a") as f:
+            f.write(claude_lines(
+                {"type": "assistant", "message": {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "tu1", "name": "Bash", "input": {"command": "rotate"}}]}},
+                {"type": "user", "message": {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "tu1", "content": "ROTATED-OK"}]}},
+                {"type": "assistant", "message": {"role": "assistant", "content": [
+                    {"type": "text", "text": "Key rotated."}]}}))
+
+    th = threading.Thread(target=flush_late)
+    th.start()
+    call("claude-code", "Stop", {**base, "stop_hook_active": False, "last_assistant_message": "Key rotated."})
+    th.join()
+    [t] = mem.list(agent="claude-code")
+    assert t["reply"] == "Key rotated."
+    assert [a["output"] for a in t["actions"]] == ["ROTATED-OK"]
+
+
 def test_tool_hooks_make_the_trajectory_when_there_is_no_transcript(mem):
     base = {"session_id": "s2", "cwd": CWD}
     call("codex", "UserPromptSubmit", {**base, "prompt": "list files", "turn_id": "t1"})

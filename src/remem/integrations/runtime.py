@@ -35,6 +35,20 @@ SHARED_RESUME_AGENTS = ("hermes", "openclaw")
 SHARED = "*"
 
 
+
+TRANSCRIPT_WAIT = 1.5  # seconds: Claude Code queues transcript writes; Stop may come before the flush
+
+
+def _caught_up(path: str, offset: int, delta: transcript.Delta, reply: str) -> transcript.Delta:
+    """Re-read the transcript until it holds the reply the payload reports (its tool lines come
+    before it), for at most TRANSCRIPT_WAIT seconds; then use what is there."""
+    want = " ".join(reply.split())[:200]
+    deadline = time.monotonic() + TRANSCRIPT_WAIT
+    while want not in " ".join((delta.reply or "").split()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        delta = transcript.read_delta(path, offset)
+    return delta
+
 class Deadline(Exception):
     """The whole hook call ran out of time."""
 
@@ -283,6 +297,8 @@ class Handler:
                 return ""
             path = ev.transcript_path or pending.get("transcript_path", "")
             delta = transcript.read_delta(path, int(pending.get("offset", 0))) if path else transcript.Delta()
+            if path and ev.reply and ev.agent == "claude-code":
+                delta = _caught_up(path, int(pending.get("offset", 0)), delta, ev.reply)
             hooked = [ToolCall.from_dict(t) for t in st.get("tools") or []]
             tools = ev.tools or delta.tools or hooked
             reply = ev.reply or st.get("reply") or delta.reply
