@@ -22,6 +22,16 @@ import numpy as np
 from ..scope import Scope
 
 BLOCK = 4096
+SPLIT_FROM = 8  # blocks (32k vectors): from here a search splits its scan over two threads
+_POOL: list[Any] = []
+
+
+def _pool() -> Any:
+    if not _POOL:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="remem-vscan"))
+    return _POOL[0]
 
 
 def _blas_controls() -> tuple[Any, Any] | None:
@@ -193,14 +203,26 @@ class VectorIndex:
             return []
         scores = np.full(self.n, -np.inf, dtype=np.float32)
         rows = int(mask.sum())
-        with _one_blas_thread():
-            for b, block in enumerate(self.blocks):
+
+        def score(blocks: range) -> None:
+            for b in blocks:
                 lo = b * BLOCK
                 hi = min(self.n, lo + BLOCK)
                 m = mask[lo:hi]
                 if m.any():
-                    s = block[: hi - lo] @ q
+                    s = self.blocks[b][: hi - lo] @ q
                     scores[lo:hi] = np.where(m, s, -np.inf)
+
+        nb = len(self.blocks)
+        with _one_blas_thread():
+            if nb >= SPLIT_FROM:
+                # memory-bound: two cores read the matrix in about half the time (numpy releases
+                # the GIL inside the product)
+                other = _pool().submit(score, range(nb // 2, nb))
+                score(range(nb // 2))
+                other.result()
+            else:
+                score(range(nb))
         kk = min(k, rows)
         top = np.argpartition(-scores, kk - 1)[:kk]
         top = top[np.argsort(-scores[top], kind="stable")]

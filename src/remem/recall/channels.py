@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,40 +62,59 @@ def stem(word: str) -> str:
     return word
 
 
+_TOKEN = re.compile(r"[^\W_]+")  # what unicode61 keeps as one token: letters and digits
 COMMON_DF = 0.05     # a word in over 5 % of all turns ranks little (IDF < 3) but costs the most
 PRUNE_FROM = 20_000  # below this many turns every word is cheap
 
 
 def word_expression(q: Query, cfg: RecallConfig, db: sqlite3.Connection | None = None) -> str:
-    """The FTS expression for the bm25 channel: words (or prefixes of their stems) and CJK terms.
+    return word_query(q, cfg, db)[0]
 
-    In a large store, words found in most turns are left out; when every word is that common,
-    the three rarest must all match (AND) instead.
+
+def word_query(q: Query, cfg: RecallConfig, db: sqlite3.Connection | None = None) -> tuple[str, bool]:
+    """(FTS expression, made only of common words) for the bm25 channel: words (or prefixes of their stems) and CJK terms. for the bm25 channel: words (or prefixes of their stems) and CJK terms.
+
+    In a large store (PRUNE_FROM turns) the expression is kept cheap, because FTS5 scores every
+    posting of every term: words found in over COMMON_DF of all turns are left out (when every
+    word is that common, the three rarest must all match, AND, and the second value is True); a word the index splits
+    (``snake_case``, ``pkg.module``) is queried by its rare parts, not as a phrase of all of them;
+    and a stem is matched as a word, not as a prefix that may expand to hundreds of terms.
     """
     words = q.words if cfg.stop_words else list(dict.fromkeys(q.all_words))[:24]
-    joiner = " OR "
+    joiner, prefixes = " OR ", cfg.stem_prefix
     if db is not None and cfg.stop_words and words:
-        n, df = recrepo.doc_freqs(db, words)
+        n, _ = recrepo.doc_freqs(db, [])
         if n >= PRUNE_FROM:
-            rare = [w for w in words if df.get(w, 0) <= COMMON_DF * n]
-            if rare:
+            prefixes = False
+            words = list(dict.fromkeys(t for w in words for t in (_TOKEN.findall(w) or [w])))
+            if cfg.stem_prefix:
+                words = list(dict.fromkeys(x for w in words for x in (w, stem(w))))
+            n, df = recrepo.doc_freqs(db, words)
+            seen = [w for w in words if df.get(w, 0)]  # exact terms: an unseen word matches nothing
+            rare = [w for w in seen if df[w] <= COMMON_DF * n]
+            if rare or not seen:
                 words = rare
             else:
-                words, joiner = sorted(words, key=lambda w: df.get(w, 0))[:3], " AND "
+                words, joiner = sorted(seen, key=lambda w: df[w])[:3], " AND "
     parts = []
     for w in words:
-        s = stem(w) if cfg.stem_prefix else w
+        s = stem(w) if prefixes else w
         parts.append(f"{quote(s)}*" if s != w else quote(w))
     if joiner == " AND ":
-        return " AND ".join(parts)
+        return " AND ".join(parts), True
     cjk = q.fts.split(" OR ") if q.cjk_runs else []
     parts += [p for p in cjk if p.startswith("cjk :")]
-    return " OR ".join(dict.fromkeys(parts))
+    return " OR ".join(dict.fromkeys(parts)), False
 
 
 def fts(db: sqlite3.Connection, scope: Scope, expr: str, limit: int, *, since: float | None = None,
-        until: float | None = None) -> list[tuple[str, float]]:
-    """bm25 over turns_fts inside scope (and a time range), best first; bad syntax matches nothing."""
+        until: float | None = None, newest: bool = False) -> list[tuple[str, float]]:
+    """bm25 over turns_fts inside scope (and a time range), best first; bad syntax matches nothing.
+
+    ``newest``: rank only the newest ``limit`` matches (FTS5 walks its postings backwards and
+    stops), for expressions whose words are all so common that scoring every match costs the
+    most and tells the least.
+    """
     if not expr:
         return []
     where, params = scope.sql("t")
@@ -106,9 +127,10 @@ def fts(db: sqlite3.Connection, scope: Scope, expr: str, limit: int, *, since: f
         args.append(until)
     sql = (f"SELECT t.id, bm25(turns_fts, 3.0, 1.5, 0.8, 2.0, 2.0) AS s FROM turns_fts "
            f"JOIN turns t ON t.rowid = turns_fts.rowid WHERE turns_fts MATCH ? AND {where} AND t.deleted = 0"
-           f"{extra} ORDER BY s, t.rowid LIMIT ?")
+           f"{extra} ORDER BY " + ("turns_fts.rowid DESC" if newest else "s, t.rowid") + " LIMIT ?")
     try:
-        return [(r[0], -float(r[1])) for r in db.execute(sql, [expr, *params, *args, limit])]
+        hits = [(r[0], -float(r[1])) for r in db.execute(sql, [expr, *params, *args, limit])]
+        return sorted(hits, key=lambda h: -h[1]) if newest else hits
     except sqlite3.OperationalError as e:
         log.debug("fts query rejected: %s", e)
         return []
@@ -138,7 +160,8 @@ def ch_bm25(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Channel:
         if cfg.stop_words:
             words = [w for w in words if w in set(q.words)] or words
         return Channel("bm25", corp.top_turns(words, cfg.pool))
-    hits = fts(mem.db, scope, word_expression(q, cfg, mem.db), cfg.pool)
+    expr, common_only = word_query(q, cfg, mem.db)
+    hits = fts(mem.db, scope, expr, cfg.pool, newest=common_only)
     if not hits and q.short and not q.cjk_runs:
         hits = recrepo_like(mem.db, scope, q.short[0], cfg.pool)
     return Channel("bm25", hits)
@@ -155,10 +178,15 @@ def ch_substring(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Chann
 
     expr = q.trigram
     if expr and recrepo.doc_freqs(mem.db, [])[0] >= PRUNE_FROM:
-        # in a large store plain words are the bm25 channel's job; trigram keeps identifiers and CJK
-        expr = " OR ".join(quote(t) for t in [*q.identifiers, *(r for r in q.cjk_runs if len(r) >= 3)])
+        # in a large store whole words are the bm25 channel's job (a trigram query reads the
+        # postings of every trigram, common ones included); trigram keeps what bm25 cannot see:
+        # identifiers with a part the word index has never seen (partial names) and CJK runs
+        parts = {i: _TOKEN.findall(i.lower()) for i in q.identifiers}
+        _, df = recrepo.doc_freqs(mem.db, [t for ts in parts.values() for t in ts])
+        partial = [i for i, ts in parts.items() if not ts or any(not df.get(t) for t in ts)]
+        expr = " OR ".join(quote(t) for t in [*partial, *(r for r in q.cjk_runs if len(r) >= 3)])
         if not expr:
-            return Channel("substring", reason="no identifiers or CJK in the query")
+            return Channel("substring", reason="no partial identifiers or CJK in the query (large store)")
     if not expr:
         if q.short:
             # 1–2 character terms (e.g. one CJK word) are below the trigram index: scan newest rows
@@ -167,50 +195,77 @@ def ch_substring(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Chann
     return Channel("substring", turnrepo.search_substring(mem.db, scope, expr, cfg.pool))
 
 
+def start_query_vector(mem: Remem, q: Query, cache: dict[str, Any]) -> threading.Thread | None:
+    """Begin embedding the query on a worker thread (the model releases the GIL), so the lexical
+    channels run meanwhile; :func:`query_vector` waits for it. None when there is nothing to wait for.
+    """
+    if "vec" in cache or not q.text.strip():
+        return None
+    if not mem.config.get("embedding.enabled"):
+        cache.update(vec=None, model="", reason="embeddings disabled")
+        return None
+    emb = mem.embedder()
+    if emb is None:
+        cache.update(vec=None, model="", reason=f"embedder unavailable: {mem.embedder_error}")
+        return None
+    key = (emb.model_id, q.text[:2000])
+    vec = _QVEC.get(key)
+    if vec is not None:
+        cache.update(vec=vec, model=emb.model_id, reason="")
+        return None
+
+    def work() -> None:
+        try:
+            v = emb.embed_query(q.text[:2000])
+        except Exception as e:  # a model that breaks mid-query leaves lexical recall working
+            cache.update(vec=None, model=emb.model_id, reason=f"query embedding failed: {type(e).__name__}: {e}")
+            return
+        if len(_QVEC) >= 256:
+            _QVEC.pop(next(iter(_QVEC)), None)
+        _QVEC[key] = v
+        cache.update(vec=v, model=emb.model_id, reason="")
+
+    th = threading.Thread(target=work, name="remem-query-embed", daemon=True)
+    cache["thread"] = th
+    th.start()
+    return th
+
+
 def query_vector(mem: Remem, q: Query, cache: dict[str, Any]) -> tuple[Any, str, str]:
     """(vector, model id, reason): the query embedded once per search with the configured model."""
-    if "vec" in cache:
-        return cache["vec"], cache["model"], cache["reason"]
-    vec, model, reason = None, "", ""
-    if not mem.config.get("embedding.enabled"):
-        reason = "embeddings disabled"
-    else:
-        emb = mem.embedder()
-        if emb is None:
-            reason = f"embedder unavailable: {mem.embedder_error}"
-        else:
-            model = emb.model_id
-            key = (model, q.text[:2000])
-            vec = _QVEC.get(key)
-            if vec is None:
-                try:
-                    vec = emb.embed_query(q.text[:2000])
-                except Exception as e:  # a model that breaks mid-query leaves lexical recall working
-                    reason = f"query embedding failed: {type(e).__name__}: {e}"
-                else:
-                    if len(_QVEC) >= 256:
-                        _QVEC.pop(next(iter(_QVEC)))
-                    _QVEC[key] = vec
-    cache.update(vec=vec, model=model, reason=reason)
-    return vec, model, reason
+    if "vec" not in cache and "thread" not in cache:
+        start_query_vector(mem, q, cache)
+    th = cache.get("thread")
+    if th is not None:
+        th.join()
+    return cache.get("vec"), cache.get("model", ""), cache.get("reason", "")
 
 
-def _vector(field_name: str, label: str) -> Callable[[Remem, Query, Scope, RecallConfig, dict[str, Any]], Channel]:
-    def run(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, cache: dict[str, Any]) -> Channel:
-        if not q.text.strip():
-            return Channel(label, reason="empty query")
-        vec, model, reason = query_vector(mem, q, cache)
-        if vec is None:
-            return Channel(label, available=False, reason=reason)
-        from ..index import vectors  # numpy: only once a vector search will really run
-        if not vectors.has_vectors(mem.db, model, field_name):
-            return Channel(label, available=False, reason=f"no {field_name} embeddings for {model} yet")
-        hits = vectors.search(mem.db, scope, vec, model, field_name, cfg.pool)
+def vector_channels(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, names: list[str],
+                    cache: dict[str, Any]) -> dict[str, Channel]:
+    """The vector channels: one query vector, each field's index refreshed here (the database is
+    read on this thread only), then the scans."""
+    out: dict[str, Channel] = {}
+    if not q.text.strip():
+        return {n: Channel(n, reason="empty query") for n in names}
+    vec, model, reason = query_vector(mem, q, cache)
+    if vec is None:
+        return {n: Channel(n, available=False, reason=reason) for n in names}
+    from ..index import vectors  # numpy: only once a vector search will really run
+
+    todo = []
+    for name in names:
+        fld = VECTOR_FIELDS[name]
+        if not vectors.has_vectors(mem.db, model, fld):
+            out[name] = Channel(name, available=False, reason=f"no {fld} embeddings for {model} yet")
+            continue
+        todo.append((name, vectors.get_index(mem.db, model, fld, int(vec.shape[-1]))))
+    for name, idx in todo:
+        with idx.lock:  # large indexes split their scan over two threads themselves
+            hits = idx.search(vec, scope, cfg.pool)
         floor = max(cfg.min_vector_sim, cfg.vector_floor * hits[0][1] if hits else 0.0)
-        hits = [h for h in hits if h[1] >= floor and h[1] > 0]
-        return Channel(label, hits)
-
-    return run
+        out[name] = Channel(name, [h for h in hits if h[1] >= floor and h[1] > 0])
+    return out
 
 
 def ch_structural(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Channel:
@@ -236,8 +291,11 @@ def ch_entity(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Channel:
             weights[eid] = math.log(1 + total / df)
     if not weights:
         return Channel("entity", reason="only very common entities")
-    for eid, w in entrepo.related(db, scope, list(weights), limit=5):
-        weights.setdefault(eid, 0.5 * math.log(1 + total / max(1.0, w)) * min(1.0, w / 3))
+    related = entrepo.related(db, scope, list(weights), limit=5)
+    counts = entrepo.mention_counts(db, [eid for eid, _ in related])
+    for eid, w in related:
+        if counts.get(eid, 0) <= hub:  # expanding to a hub brings in noise (and costs the most)
+            weights.setdefault(eid, 0.5 * math.log(1 + total / max(1.0, w)) * min(1.0, w / 3))
     scores: dict[str, float] = {}
     for eid, w in weights.items():
         for tid in entrepo.turns_mentioning(db, scope, eid, limit=cfg.pool * 2):
@@ -268,23 +326,56 @@ RUNNERS: dict[str, Callable[..., Channel]] = {
     "bm25": ch_bm25, "substring": ch_substring, "structural": ch_structural, "entity": ch_entity,
     "time": ch_time, "recency": ch_recency,
 }
-VECTOR_RUNNERS = {"vector": _vector("summary", "vector"), "vector_actions": _vector("actions", "vector_actions")}
+META_CHARS = 160  # request/reply characters in ranking rows (MMR similarity, speaker names)
+VECTOR_FIELDS = {"vector": "summary", "vector_actions": "actions"}
 
 
-def gather(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> dict[str, Channel]:
-    """Run every active channel; failures become unavailable channels, never errors."""
+def gather(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig,
+           prefetched: dict[str, dict[str, Any]] | None = None) -> dict[str, Channel]:
+    """Run every active channel; failures become unavailable channels, never errors.
+
+    The query embedding starts first on a worker thread; the lexical channels run while it
+    computes, then the vector channels use it.
+    """
     out: dict[str, Channel] = {}
     cache: dict[str, Any] = {}
-    for name in cfg.active():
+    active = cfg.active()
+    vec_names = [n for n in active if n in VECTOR_FIELDS]
+    if vec_names:
+        try:
+            start_query_vector(mem, q, cache)
+        except (ValueError, RuntimeError, OSError) as e:
+            cache.update(vec=None, model="", reason=f"{type(e).__name__}: {e}")
+    for name in active:
+        if name in VECTOR_FIELDS:
+            continue
         t0 = time.perf_counter()
         try:
-            if name in VECTOR_RUNNERS:
-                ch = VECTOR_RUNNERS[name](mem, q, scope, cfg, cache)
-            else:
-                ch = RUNNERS[name](mem, q, scope, cfg)
+            ch = RUNNERS[name](mem, q, scope, cfg)
         except (sqlite3.Error, ValueError, RuntimeError, OSError, MemoryError) as e:
             log.warning("recall channel %s failed: %s", name, e)
             ch = Channel(name, available=False, reason=f"{type(e).__name__}: {e}")
         ch.ms = (time.perf_counter() - t0) * 1000
         out[name] = ch
-    return out
+    if vec_names and cache.get("thread") is not None:
+        # while the model still computes: the ranking rows of what the lexical channels found
+        ids = list(dict.fromkeys(t for ch in out.values() for t, _ in ch.hits))
+        try:
+            cache["meta"] = recrepo.meta(mem.db, scope, ids, text_chars=META_CHARS)
+        except sqlite3.Error as e:
+            log.debug("meta prefetch failed: %s", e)
+        else:
+            if prefetched is not None:
+                prefetched.update(cache["meta"])
+    if vec_names:
+        t0 = time.perf_counter()
+        try:
+            got = vector_channels(mem, q, scope, cfg, vec_names, cache)
+        except (sqlite3.Error, ValueError, RuntimeError, OSError, MemoryError) as e:
+            log.warning("recall vector channels failed: %s", e)
+            got = {n: Channel(n, available=False, reason=f"{type(e).__name__}: {e}") for n in vec_names}
+        waited = (time.perf_counter() - t0) * 1000
+        for name in vec_names:
+            got[name].ms = waited  # embedding (what was left of it) and the scans ran together
+            out[name] = got[name]
+    return {n: out[n] for n in active}

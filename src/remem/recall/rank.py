@@ -30,7 +30,7 @@ def rrf(channels: Mapping[str, Hits], weights: Mapping[str, float] | None = None
         w = 1.0 if weights is None else float(weights.get(name, 1.0))
         for rank, (item, score) in enumerate(hits, start=1):
             fused[item] = fused.get(item, 0.0) + w / (k + rank)
-            details.setdefault(item, {})[name] = {"rank": rank, "score": round(float(score), 4), "weight": w}
+            details.setdefault(item, {})[name] = {"rank": rank, "score": score, "weight": w}
     return fused, details
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..scope import Scope
 from ..store import recall as recrepo
 from . import rank as rk
-from .channels import Channel, gather, scope_corpus
+from .channels import META_CHARS, Channel, gather, scope_corpus
 from .config import DEFAULT, OKAPI_SESSION_MAX, RecallConfig
 from .query import Query, build
 
@@ -101,7 +101,8 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
     """The whole ranking, with everything needed to explain it."""
     now = time.time() if now is None else now
     q = build(query, now=now)
-    chans = gather(mem, q, scope, cfg)
+    pre: dict[str, dict[str, Any]] = {}
+    chans = gather(mem, q, scope, cfg, pre)
     hits = {n: c.hits for n, c in chans.items() if c.available and c.hits}
     fused, det = rk.rrf(hits, cfg.weights, k=cfg.rrf_k)
     fused = rk.agreement_bonus(fused, det, cfg.agreement, counted=[c for c in hits if c != "recency"])
@@ -109,7 +110,8 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
         # recency only ranks what another channel found; it never brings a turn in alone
         fused = {t: s for t, s in fused.items() if set(det.get(t, {})) - {"recency"}}
     db = mem.db
-    meta = recrepo.meta(db, scope, list(fused), text_chars=160)
+    meta = {t: pre[t] for t in fused if t in pre}
+    meta.update(recrepo.meta(db, scope, [t for t in fused if t not in pre], text_chars=META_CHARS))
     fused = {t: s for t, s in fused.items() if t in meta}  # scope re-checked on every candidate
     details: dict[str, dict[str, Any]] = {t: {"channels": det.get(t, {}), "boosts": {}, "evidence": {}}
                                           for t in fused}
@@ -119,7 +121,7 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
         top = sorted(fused, key=lambda t: -fused[t])[:20]
         nb = recrepo.neighbours(db, scope, [meta[t] for t in top])
         new_ids = [x for v in nb.values() for x in v if x not in meta]
-        meta.update(recrepo.meta(db, scope, new_ids, text_chars=160))
+        meta.update(recrepo.meta(db, scope, new_ids, text_chars=META_CHARS))
         groups.update({t: session_key(m) for t, m in meta.items()})
         nb_of: dict[str, list[str]] = {}
         for t, v in nb.items():
@@ -177,7 +179,9 @@ def to_results(mem: Remem, scope: Scope, ranked: Ranked, *, explain: bool) -> li
                 "agent": row["agent"], "project": row["project"], "session_id": row["session_id"],
                 "created_at": row["created_at"], "updated_at": row["updated_at"], "status": row["status"]}
         if explain:
-            item["details"] = ranked.details.get(tid, {"channels": {}, "boosts": {}})
+            d = ranked.details.get(tid, {"channels": {}, "boosts": {}})
+            chans = {n: {**c, "score": round(float(c["score"]), 4)} for n, c in d.get("channels", {}).items()}
+            item["details"] = {**d, "channels": chans}
         out.append(item)
     return out
 

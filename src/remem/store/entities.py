@@ -73,13 +73,51 @@ def related(db: sqlite3.Connection, scope: Scope, ids: list[int], limit: int) ->
 
 
 def turns_mentioning(db: sqlite3.Connection, scope: Scope, entity_id: int, limit: int) -> list[str]:
-    """Newest turns in scope that mention the entity."""
-    where, params = scope.sql("t")
+    """Up to ``limit`` turns in scope that mention the entity.
+
+    Reads the mention index in key order and stops at ``limit``: the cost is bounded by the
+    limit, not by how often the entity is mentioned (an entity in more turns than ``limit``
+    yields a sample of them, which is all a common entity's low weight is worth).
+    """
+    where, params = scope.sql("t", by_key=True)
     sql = (f"SELECT t.id FROM entity_mentions m CROSS JOIN turns t ON t.id = m.turn_id WHERE m.entity_id = ? "
-           f"AND {where} AND t.deleted = 0 ORDER BY t.rowid DESC LIMIT ?")
+           f"AND {where} AND t.deleted = 0 LIMIT ?")
     return [r[0] for r in db.execute(sql, [entity_id, *params, limit])]
 
 
+def mention_counts(db: sqlite3.Connection, ids: list[int]) -> dict[int, int]:
+    """Mentions per entity, counted up to MAX_COUNT (enough to compare with the hub limit)."""
+    out = {}
+    for eid in ids:
+        r = db.execute(f"SELECT count(*) FROM (SELECT 1 FROM entity_mentions WHERE entity_id = ? "
+                       f"LIMIT {MAX_COUNT})", (eid,)).fetchone()
+        out[eid] = int(r[0])
+    return out
+
+
+_COUNTS: dict[tuple[str, Scope, int], tuple[int, float]] = {}
+EXACT_UP_TO = 5_000   # scopes up to this size are counted exactly
+COUNT_TTL = 60.0  # deletions only shift IDF weights a little: re-count once a minute
+
+
 def turn_count(db: sqlite3.Connection, scope: Scope) -> int:
+    """Turns in scope, for IDF weights: exact up to EXACT_UP_TO, above that the sessions' turn
+    counts (one row per session, far cheaper than counting turns). Cached per database, scope
+    and newest rowid, so new turns re-count at once and deletions within COUNT_TTL seconds."""
+    import time
+
+    top = int(db.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0])
+    key = (str(db.execute("PRAGMA database_list").fetchone()[2]), scope, top)
+    now = time.monotonic()
+    got = _COUNTS.get(key)
+    if got and now - got[1] < COUNT_TTL:
+        return got[0]
     where, params = scope.sql()
-    return int(db.execute(f"SELECT count(*) FROM turns WHERE {where} AND deleted = 0", params).fetchone()[0])
+    n = int(db.execute(f"SELECT coalesce(sum(turn_count), 0) FROM sessions WHERE {where}", params).fetchone()[0])
+    direct = db.execute(f"SELECT count(*) FROM (SELECT 1 FROM turns WHERE {where} AND deleted = 0 LIMIT ?)",
+                        [*params, EXACT_UP_TO]).fetchone()[0]
+    n = int(direct) if direct < EXACT_UP_TO else max(n, EXACT_UP_TO)
+    if len(_COUNTS) > 256:
+        _COUNTS.clear()
+    _COUNTS[key] = (n, now)
+    return n

@@ -129,11 +129,26 @@ def session_turns(db: sqlite3.Connection, scope: Scope, owner: str, agent: str, 
     return [dict(r) for r in db.execute(sql, [session_id, owner, agent, *params, limit])]
 
 
+_AT_MOST: dict[tuple[str, Scope, int, int], tuple[bool, float]] = {}
+
+
 def scope_at_most(db: sqlite3.Connection, scope: Scope, limit: int) -> bool:
-    """True when the scope holds at most ``limit`` turns (reads at most limit + 1 index entries)."""
+    """True when the scope holds at most ``limit`` turns (reads at most limit + 1 index entries;
+    cached per newest rowid, so new turns are seen at once and deletions within a minute)."""
+    import time
+
+    top = int(db.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0])
+    key = (str(db.execute("PRAGMA database_list").fetchone()[2]), scope, limit, top)
+    got = _AT_MOST.get(key)
+    now = time.monotonic()
+    if got is not None and now - got[1] < 60.0:
+        return got[0]
     where, params = scope.sql()
     n = db.execute(f"SELECT count(*) FROM (SELECT 1 FROM turns WHERE {where} AND deleted = 0 LIMIT ?)",
                    [*params, limit + 1]).fetchone()[0]
+    if len(_AT_MOST) > 256:
+        _AT_MOST.clear()
+    _AT_MOST[key] = (int(n) <= limit, now)
     return int(n) <= limit
 
 
@@ -182,7 +197,8 @@ def doc_freqs(db: sqlite3.Connection, terms: list[str]) -> tuple[int, dict[str, 
             _DF.clear()
         for t in missing:
             out[t] = int(found.get(t, 0))
-            _DF[(key_db, t)] = (out[t], now)
+            if out[t]:  # an unseen word is cheap to look up again, and may be written any moment
+                _DF[(key_db, t)] = (out[t], now)
     n = int(db.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0])
     return n, out
 

@@ -206,7 +206,7 @@ def search_substring(db: sqlite3.Connection, scope: Scope, expr: str, limit: int
 
 
 def search_like(db: sqlite3.Connection, scope: Scope, needle: str, limit: int,
-                scan_limit: int = 20000) -> list[tuple[str, float]]:
+                scan_limit: int = 3000) -> list[tuple[str, float]]:
     """Plain ``instr`` scan of the newest rows, for needles too short for the trigram index."""
     if not needle:
         return []
