@@ -321,3 +321,23 @@ def test_one_job_per_kind_at_a_time(mem):
         assert max(peak) == 1
     finally:
         runner.shutdown()
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="per-thread nice is Linux")
+def test_job_threads_run_at_background_priority_and_leave_requests_alone():
+    import os
+
+    from remem import threads
+
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    seen: list[int] = []
+
+    def job_thread() -> None:
+        threads.background_priority()
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+    t = threading.Thread(target=job_thread)
+    t.start()
+    t.join()
+    assert seen and seen[0] >= threads.BACKGROUND_NICE
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before   # this thread untouched

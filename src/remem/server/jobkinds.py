@@ -280,6 +280,10 @@ class Scheduler:
         last = time.monotonic()
         while not self._stop.wait(5.0):
             try:
+                mem.flush_access(wait=False)  # recall's access counts that met a busy database
+            except Exception as e:
+                log.debug("access counts not written yet: %s", e)
+            try:
                 interval = max(30, int(mem.config.get("sync.interval_seconds")))
                 if time.monotonic() - last < interval:
                     continue

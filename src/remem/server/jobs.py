@@ -22,16 +22,19 @@ from typing import TYPE_CHECKING, Any
 
 from ..store import jobs as jobrepo
 from ..store.db import transaction
+from ..threads import background_priority
 from .events import EventBus
 
 if TYPE_CHECKING:
     from ..core import Remem
+
 
 log = logging.getLogger("remem.jobs")
 
 ACTIVE = ("queued", "running", "paused")
 PUBLISH_EVERY = 0.2     # seconds between progress events per job: smooth bar, no event storm
 PERSIST_EVERY = 1.0     # seconds between progress writes to the database
+
 
 
 class NoRetry(RuntimeError):
@@ -285,6 +288,7 @@ class JobRunner:
             return job
 
     def _loop(self) -> None:
+        background_priority()
         while not self._closing.is_set():
             try:
                 job = self._claim()
