@@ -221,3 +221,51 @@ def test_turn_start_counts_access_inside_scope(store):
     ids = [i["id"] for i in res["items"]]
     counts = dict(store.db.execute("SELECT id, access_count FROM turns").fetchall())
     assert all(counts[i] == 1 for i in ids) and sum(counts.values()) == len(ids)
+
+
+def test_turn_start_does_not_wait_for_another_writer_and_counts_access_later(store):
+    """A job holding the write lock must not stall recall: the packet comes back, the access
+    counts wait in memory and are written once the database is free."""
+    import sqlite3
+
+    other = sqlite3.connect(store.config.db_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")                 # another writer (a sync or embedding job)
+    try:
+        res = store.turn_start("how did we fix the yaml import error?")
+        ids = [i["id"] for i in res["items"]]
+        assert ids, res
+        counts = dict(store.db.execute("SELECT id, access_count FROM turns").fetchall())
+        assert sum(counts.values()) == 0             # not written: the lock was taken
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    assert store.flush_access(wait=False) == 1
+    counts = dict(store.db.execute("SELECT id, access_count FROM turns").fetchall())
+    assert all(counts[i] == 1 for i in ids) and sum(counts.values()) == len(ids)
+    assert store.flush_access() == 0                 # nothing left twice
+
+
+def test_session_corpus_answers_from_its_last_build_while_a_few_new_turns_rebuild(mem):
+    """Live capture writes before almost every recall: a big scope keeps ranking sessions with its
+    previous corpus while a background thread rebuilds; a deletion always rebuilds first."""
+    import time
+
+    from remem.recall import okapi
+    from remem.recall.channels import scope_corpus
+
+    many = [TurnIn(request=f"topic {i} about parsers", reply=f"answer {i}", owner="default", agent="codex",
+                   project="big", session_id=f"s{i // 10}") for i in range(okapi.STALE_FROM + 20)]
+    mem.add_turns(many)
+    sc = Scope.of("default", project="big")
+    first = scope_corpus(mem.db, sc)
+    assert first is not None and len(first.ids) == len(many)
+    [new] = mem.add_turns([TurnIn(request="a fresh zebrafish turn", reply="ok", owner="default", agent="codex",
+                                  project="big", session_id="s-new")]).results
+    assert scope_corpus(mem.db, sc) is first          # answered at once from the previous build
+    deadline = time.monotonic() + 30
+    while (cur := scope_corpus(mem.db, sc)) is first and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert cur is not None and new.id in cur.ids      # the background rebuild landed
+    mem.forget(ids=[new.id])
+    after = scope_corpus(mem.db, sc)
+    assert after is not None and new.id not in after.ids   # deletions never served from a stale build

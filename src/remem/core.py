@@ -23,9 +23,10 @@ from .store import connect, migrate, transaction
 from .store import jobs as jobrepo
 from .store import turns as turnrepo
 from .store import vectors as vecrepo
-from .store.db import StoreError, explain_error
+from .store.db import BUSY_TIMEOUT_MS, StoreError, explain_error
 
 EXPORT_VERSION = 1
+MAX_PENDING_ACCESS = 1000  # recall hits waiting to be counted (oldest dropped past this)
 
 
 class Remem:
@@ -40,6 +41,8 @@ class Remem:
         self._embedder: Any = None
         self._embedder_error: str = ""
         self._lock = threading.Lock()
+        self._access: list[tuple[Scope, builtins.list[str], float]] = []  # recall hits not yet counted
+        self._access_lock = threading.Lock()
         if not readonly:
             self.init()
 
@@ -69,7 +72,55 @@ class Remem:
             self._local.conn = conn
         return conn
 
+    def note_access(self, scope: Scope, ids: builtins.list[str], now: float) -> None:
+        """Count that recall showed these turns. Written at once when the database is free,
+        otherwise kept and written by a later call, a write, or ``close``: recall never waits on
+        another writer for a counter."""
+        if self.readonly or not ids:
+            return
+        with self._access_lock:
+            self._access.append((scope, list(ids), now))
+            del self._access[:-MAX_PENDING_ACCESS]
+        self.flush_access(wait=False)
+
+    def flush_access(self, *, wait: bool = True) -> int:
+        """Write the pending access counts; ``wait=False`` gives up at once if another
+        connection holds the write lock (they stay pending). Returns how many were written."""
+        with self._access_lock:
+            todo, self._access = self._access, []
+        if not todo:
+            return 0
+        from .store import recall as recrepo
+
+        db = self.db
+        try:
+            if wait:
+                with transaction(db):
+                    for scope, ids, now in todo:
+                        recrepo.touch(db, scope, ids, now)
+                return len(todo)
+            db.execute("PRAGMA busy_timeout = 0")
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            finally:
+                db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            try:
+                for scope, ids, now in todo:
+                    recrepo.touch(db, scope, ids, now)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            return len(todo)
+        except sqlite3.Error:  # busy (or failing): keep them for the next chance
+            with self._access_lock:
+                self._access[:0] = todo
+                del self._access[:-MAX_PENDING_ACCESS]
+            return 0
+
     def close(self) -> None:
+        if self._access and not self.readonly:
+            self.flush_access(wait=False)
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
@@ -116,11 +167,14 @@ class Remem:
         if self.readonly:
             raise StoreError("this remem handle is read-only")
         try:
-            return persist(self.db, turns, max_bytes=int(self.config.get("ingest.max_turn_bytes")),
-                           max_tool_output=int(self.config.get("ingest.max_tool_output")), live=live,
-                           defer_index=defer_index)
+            res = persist(self.db, turns, max_bytes=int(self.config.get("ingest.max_turn_bytes")),
+                          max_tool_output=int(self.config.get("ingest.max_tool_output")), live=live,
+                          defer_index=defer_index)
         except sqlite3.Error as e:
             raise explain_error(e, self.config.db_path) from None
+        if self._access:
+            self.flush_access(wait=False)  # this connection just wrote: the lock is likely free
+        return res
 
     def add(self, text: str, *, owner: str | None = None, agent: str = "cli", project: str = "",
             session: str = "", reply: str = "", actions: builtins.list[ToolCall] | None = None,
@@ -182,7 +236,15 @@ class Remem:
                     "INSERT INTO audit (ts, action, owner, target, detail) VALUES (?,?,?,?,?)",
                     (time.time(), "forget", ",".join(sc.owners), ids and ",".join(ids[:20]) or session or source or "",
                      json.dumps({"count": len(gone)})))
+        if gone:
+            self._forget_corpora()
         return gone
+
+    def _forget_corpora(self) -> None:
+        """Deleted turns must leave recall's cached scope corpora at once (not after a rebuild)."""
+        from .recall import okapi
+
+        okapi.forget(str(self.db.execute("PRAGMA database_list").fetchone()[2]))
 
     def sessions(self, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                  project: str | None = None, limit: int = 100, offset: int = 0) -> builtins.list[dict[str, Any]]:
@@ -196,6 +258,7 @@ class Remem:
             deleted = turnrepo.clear_all(self.db)
             self.db.execute("INSERT INTO audit (ts, action, owner, target, detail) VALUES (?,?,?,?,?)",
                             (time.time(), "clear", "*", "", json.dumps(deleted)))
+        self._forget_corpora()
         try:
             self.db.execute("VACUUM")
         except sqlite3.Error:

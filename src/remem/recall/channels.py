@@ -141,8 +141,21 @@ def scope_corpus(db: sqlite3.Connection, scope: Scope, max_docs: int | None = No
     if not recrepo.scope_at_most(db, scope, max_docs or okapi.MAX_DOCS):
         return None
     n, max_rowid, max_upd = recrepo.scope_size(db, scope)
-    key = (db_file(db), scope, n, max_rowid, max_upd)
-    return okapi.corpus(key, lambda: list(recrepo.iter_texts(db, scope)))
+    path = db_file(db)
+
+    def rebuild() -> tuple[tuple[object, ...], list[okapi.Row]]:  # on a background thread: its own connection
+        from ..store import connect
+
+        conn = connect(path, readonly=True)
+        try:
+            conn.execute("BEGIN")  # one snapshot for the stamp and the rows
+            stamp = recrepo.scope_size(conn, scope)
+            return (path, scope, *stamp), list(recrepo.iter_texts(conn, scope))
+        finally:
+            conn.close()
+
+    return okapi.corpus((path, scope, n, max_rowid, max_upd), lambda: list(recrepo.iter_texts(db, scope)),
+                        base=(path, scope), size=n, rebuild=rebuild if path else None)
 
 
 def db_file(db: sqlite3.Connection) -> str:

@@ -103,13 +103,8 @@ def _attach_fixes(mem: Remem, scope: Scope, items: list[dict[str, Any]], skip_sh
 
 
 def turnrepo_touch(mem: Remem, scope: Scope, ids: list[str], now: float) -> None:
-    if mem.readonly:
-        return
     try:
-        from ..store.db import transaction
-
-        with transaction(mem.db):
-            recrepo.touch(mem.db, scope, ids, now)
+        mem.note_access(scope, ids, now)
     except Exception:  # access counts are a nicety; a busy database must not cost the agent its packet
         pass
 

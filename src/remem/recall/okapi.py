@@ -9,13 +9,16 @@ channel uses for small scopes. It refuses scopes larger than ``MAX_DOCS``.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+log = logging.getLogger("remem.recall")
+Row = tuple[str, str, str, str, str, "float | None"]  # id, session key, request, reply, summary, started_at
 _WORD = re.compile(r"[a-z0-9]+")
 MAX_DOCS = 20_000
 
@@ -72,7 +75,7 @@ def session_date_words(ts: float | None) -> str:
 class ScopeCorpus:
     """Turn and session documents of one scope with their Okapi indexes."""
 
-    def __init__(self, rows: list[tuple[str, str, str, str, str, float | None]]) -> None:
+    def __init__(self, rows: list[Row]) -> None:
         self.ids = [r[0] for r in rows]
         self.session_of = {r[0]: r[1] for r in rows}
         texts = ["\n".join(x for x in (r[2], r[3], r[4]) if x) for r in rows]
@@ -96,18 +99,73 @@ class ScopeCorpus:
 
 
 _CACHE: dict[tuple[object, ...], ScopeCorpus] = {}
+_LATEST: dict[tuple[object, ...], tuple[int, ScopeCorpus]] = {}  # (db, scope) → (turns, newest corpus)
+_BUILDING: set[tuple[object, ...]] = set()
 _LOCK = threading.Lock()
+STALE_FROM = 500     # scopes this big rebuild in the background after a few new turns …
+STALE_MAX_NEW = 50   # … (at most this many), and rank with the previous corpus meanwhile
 
 
-def corpus(key: tuple[object, ...], load: callable) -> ScopeCorpus:  # type: ignore[valid-type]
-    """The cached corpus for ``key`` (scope + version stamp), built by ``load()`` when missing."""
+def corpus(key: tuple[object, ...], load: Callable[[], list[Row]], *, base: tuple[object, ...] | None = None,
+           size: int = 0, rebuild: Callable[[], tuple[tuple[object, ...], list[Row]]] | None = None) -> ScopeCorpus:
+    """The cached corpus for ``key`` (scope + version stamp), built by ``load()`` when missing.
+
+    Live capture writes a turn before almost every recall, and rebuilding a few thousand
+    turns' documents costs 0.1–0.3 s. So for a scope (``base``) of STALE_FROM+ turns that only
+    grew by up to STALE_MAX_NEW turns since its last corpus, that corpus answers now and
+    ``rebuild()`` (its own connection; returns the new key and rows) runs on a background
+    thread. Shrunk scopes (deletions) always rebuild before answering.
+    """
     with _LOCK:
         got = _CACHE.get(key)
+        prev = _LATEST.get(base) if base is not None else None
     if got is not None:
         return got
-    built = ScopeCorpus(load())  # type: ignore[misc]
+    if (prev is not None and rebuild is not None and size >= STALE_FROM
+            and 0 <= size - prev[0] <= STALE_MAX_NEW):
+        _rebuild_later(base, rebuild)  # type: ignore[arg-type]
+        return prev[1]
+    built = ScopeCorpus(load())
+    _remember(key, base, size, built)
+    return built
+
+
+def _remember(key: tuple[object, ...], base: tuple[object, ...] | None, size: int, built: ScopeCorpus) -> None:
     with _LOCK:
         if len(_CACHE) >= 8:
             _CACHE.pop(next(iter(_CACHE)))
         _CACHE[key] = built
-    return built
+        if base is not None:
+            _LATEST[base] = (size, built)
+            if len(_LATEST) > 64:
+                _LATEST.pop(next(iter(_LATEST)))
+
+
+def _rebuild_later(base: tuple[object, ...], rebuild: Callable[[], tuple[tuple[object, ...], list[Row]]]) -> None:
+    with _LOCK:
+        if base in _BUILDING:
+            return
+        _BUILDING.add(base)
+
+    def work() -> None:
+        from ..threads import background_priority
+
+        background_priority()
+        try:
+            key, rows = rebuild()
+            _remember(key, base, len(rows), ScopeCorpus(rows))
+        except Exception as e:  # the next recall rebuilds in the foreground instead
+            log.debug("background corpus rebuild failed: %s", e)
+        finally:
+            with _LOCK:
+                _BUILDING.discard(base)
+
+    threading.Thread(target=work, name="remem-corpus", daemon=True).start()
+
+
+def forget(db_key: object | None = None) -> None:
+    """Drop cached corpora (all, or one database's) — after deletions."""
+    with _LOCK:
+        for cache in (_CACHE, _LATEST):
+            for k in [k for k in cache if db_key is None or k[0] == db_key]:
+                del cache[k]
