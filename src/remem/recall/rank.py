@@ -138,6 +138,7 @@ def mmr(candidates: Sequence[tuple[str, float]], similarity: Callable[[str, str]
         return []
     top = max(s for _, s in candidates) or 1.0
     remaining = list(candidates)
+    near = [0.0] * len(remaining)   # each candidate's highest similarity to what is picked so far
     picked: list[tuple[str, float]] = []
     per_group: dict[str, int] = {}
     while remaining and len(picked) < k:
@@ -146,16 +147,16 @@ def mmr(candidates: Sequence[tuple[str, float]], similarity: Callable[[str, str]
             if group_cap and group_of is not None and per_group.get(group_of(item), 0) >= group_cap:
                 continue
             rel = s / top
-            if lam >= 1.0 or not picked:
-                v = rel
-            else:
-                v = lam * rel - (1.0 - lam) * max(similarity(item, p) for p, _ in picked)
+            v = rel if lam >= 1.0 or not picked else lam * rel - (1.0 - lam) * near[i]
             if v > best_v:
                 best_i, best_v = i, v
         if best_i < 0:
             break
         item, s = remaining.pop(best_i)
+        near.pop(best_i)
         picked.append((item, s))
+        if lam < 1.0:  # only the new pick can raise a candidate's highest similarity
+            near = [max(n, similarity(other, item)) for (other, _), n in zip(remaining, near, strict=True)]
         if group_of is not None:
             g = group_of(item)
             per_group[g] = per_group.get(g, 0) + 1
