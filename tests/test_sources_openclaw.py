@@ -83,6 +83,37 @@ def test_sqlite_transcripts_are_read_defensively(env, oc_home):
     assert stats.errors == {"malformed json": 1}
 
 
+# transcript_events as published in the openclaw 2026.9.6 npm package (its CHECK constraints and the
+# session_windows foreign key left out): an event is JSON text, or a zstd frame once in cold storage
+REAL_DDL = """CREATE TABLE transcript_events (
+  session_id TEXT NOT NULL, seq INTEGER NOT NULL, event_json TEXT, created_at INTEGER NOT NULL,
+  event_zstd BLOB, event_utf8_bytes INTEGER, navigation_json TEXT, PRIMARY KEY (session_id, seq)) STRICT;"""
+
+
+def test_sqlite_real_schema_with_zstd_cold_storage_events(env, oc_home):
+    import zstandard
+
+    con = _state_db(oc_home, REAL_DDL)
+    lines = (oc_home / "agents" / "main" / "sessions" / f"{SID}.jsonl").read_text().splitlines()
+    with con:
+        for seq, line in enumerate(lines):
+            if seq % 2:   # every other event moved to cold storage
+                frame = zstandard.ZstdCompressor().compress(line.encode())
+                con.execute("INSERT INTO transcript_events VALUES (?,?,NULL,?,?,?,?)",
+                            (SID, seq, 1772532000000 + seq, frame, len(line.encode()), '{"version":1}'))
+            else:
+                con.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at) VALUES (?,?,?,?)",
+                            (SID, seq, line, 1772532000000 + seq))
+        con.execute("INSERT INTO transcript_events VALUES (?,?,NULL,?,?,?,?)",
+                    (SID, 99, 1772532100000, b"not a zstd frame", 10, '{"version":1}'))
+    con.close()
+    stats = ParseStats()
+    units, [t] = run(env, stats)
+    assert [(u.session_id, bool(u.meta.get("db"))) for u in units] == [(SID, True)]
+    assert (t.request, t.reply) == ("Add a --since flag to the sync command", "Added `--since` to `sync`.")
+    assert stats.errors == {"compressed event could not be read (zstd)": 1}
+
+
 def test_sqlite_via_transcript_files_join(env, oc_home):
     con = _state_db(oc_home, "CREATE TABLE transcript_files (id INTEGER PRIMARY KEY, session_id TEXT, path TEXT);"
                              "CREATE TABLE transcript_events (file_id INTEGER, idx INTEGER, data BLOB);")

@@ -5,11 +5,13 @@ with ``message.role`` user|assistant|toolResult and ``text``/``thinking``/``tool
 blocks); they are read by the generic chat recogniser in :mod:`.jsonl_chat`. Deleted
 sessions (``*.deleted.<ts>``) and ``sessions.json`` are skipped.
 
-Newer builds keep transcripts in ``~/.openclaw/state/openclaw.sqlite``
-(``transcript_events``, ``transcript_files``). That schema is not verified, so it is read
-defensively: one unit per session, each event row's JSON treated as one transcript line,
-whatever the column names turn out to be among common candidates; anything else is counted
-as ``unexpected schema``. A session present in the database is not read again from JSONL.
+Newer builds keep transcripts in ``~/.openclaw/state/openclaw.sqlite``. Checked against the
+schema in the published ``openclaw`` 2026.9.6 package: ``transcript_events(session_id, seq,
+event_json, created_at, event_zstd, event_utf8_bytes, navigation_json)``, where a row holds its
+event either as JSON text or, moved to cold storage, as a zstd frame in ``event_zstd``
+(``event_json`` NULL). Other column names among common candidates are still accepted (older
+builds); anything else is counted as ``unexpected schema``. One unit per session; a session
+present in the database is not read again from JSONL.
 """
 
 from __future__ import annotations
@@ -100,7 +102,23 @@ def _schema(con: sqlite3.Connection) -> dict[str, str] | None:
             pick["order"] = f"transcript_events.{pick['order']}"
     if not (pick["session"] and pick["json"]):
         return None
+    if "event_zstd" in cols:
+        pick["zstd"] = "event_zstd" if pick["from"] == "transcript_events" else "transcript_events.event_zstd"
     return pick
+
+
+MAX_EVENT_BYTES = 4 * 1024 * 1024  # OpenClaw's own limit for one event (CHECK in its schema)
+
+
+def _unzstd(blob: bytes) -> str | None:
+    """One cold-storage event: a zstd frame of UTF-8 JSON (None when it cannot be read)."""
+    try:
+        import zstandard
+
+        data = zstandard.ZstdDecompressor().decompress(bytes(blob), max_output_size=MAX_EVENT_BYTES)
+        return data.decode("utf-8", errors="replace")
+    except Exception:  # missing module, corrupt frame, over the limit: counted by the caller
+        return None
 
 
 def _db_units(db: Path, stats: ParseStats) -> list[Unit]:
@@ -137,11 +155,18 @@ def _db_messages(unit: Unit, stats: ParseStats) -> Iterator[Message]:
         if s is None:
             stats.error("unexpected schema", str(unit.path))
             return
-        rows = con.execute(f"SELECT {s['order']} AS o, {s['json']} AS j FROM {s['from']} "
+        packed = s.get("zstd") or "NULL"
+        rows = con.execute(f"SELECT {s['order']} AS o, {s['json']} AS j, {packed} AS z FROM {s['from']} "
                            f"WHERE {s['session']} = ? ORDER BY {s['order']}", (unit.session_id,))
         for r in rows:
             stats.lines += 1
-            rec: Any = decode_value(r["j"])
+            raw = r["j"]
+            if raw is None and r["z"] is not None:
+                raw = _unzstd(r["z"])
+                if raw is None:
+                    stats.error("compressed event could not be read (zstd)", f"{unit.path}#{unit.session_id}:{r['o']}")
+                    continue
+            rec: Any = decode_value(raw)
             where = f"{unit.path}#{unit.session_id}:{r['o']}"
             if not isinstance(rec, dict):
                 stats.error("malformed json", where)
