@@ -133,6 +133,9 @@ def _rss_mb() -> float:
 def measure(n: int, *, queries: int, model: str, say: Callable[[str], None]) -> dict[str, Any]:
     from remem.core import Remem
     from remem.index import vectors
+    from remem.recall import channels
+
+    channels._QVEC.clear()  # every size embeds its queries afresh (the sizes share the query list)
 
     with tempfile.TemporaryDirectory(prefix="remem-speed-") as home:
         mem = Remem(home, env={"REMEM_EMBEDDING_MODEL": model})
