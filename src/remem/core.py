@@ -23,7 +23,7 @@ from .store import connect, migrate, transaction
 from .store import jobs as jobrepo
 from .store import turns as turnrepo
 from .store import vectors as vecrepo
-from .store.db import BUSY_TIMEOUT_MS, StoreError, explain_error
+from .store.db import StoreError, db_path, explain_error
 
 EXPORT_VERSION = 1
 MAX_PENDING_ACCESS = 1000  # recall hits waiting to be counted (oldest dropped past this)
@@ -94,25 +94,11 @@ class Remem:
 
         db = self.db
         try:
-            if wait:
-                with transaction(db):
-                    for scope, ids, now in todo:
-                        recrepo.touch(db, scope, ids, now)
-                return len(todo)
-            db.execute("PRAGMA busy_timeout = 0")
-            try:
-                db.execute("BEGIN IMMEDIATE")
-            finally:
-                db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            try:
+            with transaction(db, wait=wait):
                 for scope, ids, now in todo:
                     recrepo.touch(db, scope, ids, now)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
             return len(todo)
-        except sqlite3.Error:  # busy (or failing): keep them for the next chance
+        except (sqlite3.Error, StoreError):  # busy (or failing): keep them for the next chance
             with self._access_lock:
                 self._access[:0] = todo
                 del self._access[:-MAX_PENDING_ACCESS]
@@ -244,7 +230,7 @@ class Remem:
         """Deleted turns must leave recall's cached scope corpora at once (not after a rebuild)."""
         from .recall import okapi
 
-        okapi.forget(str(self.db.execute("PRAGMA database_list").fetchone()[2]))
+        okapi.forget(db_path(self.db))
 
     def sessions(self, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                  project: str | None = None, limit: int = 100, offset: int = 0) -> builtins.list[dict[str, Any]]:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..scope import Scope
+from ..store.db import db_path
 
 BLOCK = 4096
 SPLIT_FROM = 8  # blocks (32k vectors): from here a search splits its scan over two threads
@@ -256,8 +257,7 @@ _REG_LOCK = threading.Lock()
 
 
 def db_key(db: sqlite3.Connection) -> str:
-    row = db.execute("PRAGMA database_list").fetchone()
-    return str(row[2] or id(db))
+    return db_path(db) or str(id(db))
 
 
 def get_index(db: sqlite3.Connection, model_id: str, field: str, dim: int) -> VectorIndex:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..scope import Scope
 from ..store import entities as entrepo
 from ..store import recall as recrepo
+from ..store.db import db_path
 from . import okapi
 from .config import RecallConfig
 from .query import Query, quote
@@ -141,7 +142,7 @@ def scope_corpus(db: sqlite3.Connection, scope: Scope, max_docs: int | None = No
     if not recrepo.scope_at_most(db, scope, max_docs or okapi.MAX_DOCS):
         return None
     n, max_rowid, max_upd = recrepo.scope_size(db, scope)
-    path = db_file(db)
+    path = db_path(db)
 
     def rebuild() -> tuple[tuple[object, ...], list[okapi.Row]]:  # on a background thread: its own connection
         from ..store import connect
@@ -156,10 +157,6 @@ def scope_corpus(db: sqlite3.Connection, scope: Scope, max_docs: int | None = No
 
     return okapi.corpus((path, scope, n, max_rowid, max_upd), lambda: list(recrepo.iter_texts(db, scope)),
                         base=(path, scope), size=n, rebuild=rebuild if path else None)
-
-
-def db_file(db: sqlite3.Connection) -> str:
-    return str(db.execute("PRAGMA database_list").fetchone()[2])
 
 
 # ----------------------------------------------------------------------------- channels
@@ -208,24 +205,24 @@ def ch_substring(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Chann
     return Channel("substring", turnrepo.search_substring(mem.db, scope, expr, cfg.pool))
 
 
-def start_query_vector(mem: Remem, q: Query, cache: dict[str, Any]) -> threading.Thread | None:
+def start_query_vector(mem: Remem, q: Query, cache: dict[str, Any]) -> None:
     """Begin embedding the query on a worker thread (the model releases the GIL), so the lexical
-    channels run meanwhile; :func:`query_vector` waits for it. None when there is nothing to wait for.
+    channels run meanwhile; :func:`query_vector` waits for it (``cache["thread"]``).
     """
     if "vec" in cache or not q.text.strip():
-        return None
+        return
     if not mem.config.get("embedding.enabled"):
         cache.update(vec=None, model="", reason="embeddings disabled")
-        return None
+        return
     emb = mem.embedder()
     if emb is None:
         cache.update(vec=None, model="", reason=f"embedder unavailable: {mem.embedder_error}")
-        return None
+        return
     key = (emb.model_id, q.text[:2000])
     vec = _QVEC.get(key)
     if vec is not None:
         cache.update(vec=vec, model=emb.model_id, reason="")
-        return None
+        return
 
     def work() -> None:
         try:
@@ -241,7 +238,6 @@ def start_query_vector(mem: Remem, q: Query, cache: dict[str, Any]) -> threading
     th = threading.Thread(target=work, name="remem-query-embed", daemon=True)
     cache["thread"] = th
     th.start()
-    return th
 
 
 def query_vector(mem: Remem, q: Query, cache: dict[str, Any]) -> tuple[Any, str, str]:
@@ -256,8 +252,7 @@ def query_vector(mem: Remem, q: Query, cache: dict[str, Any]) -> tuple[Any, str,
 
 def vector_channels(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, names: list[str],
                     cache: dict[str, Any]) -> dict[str, Channel]:
-    """The vector channels: one query vector, each field's index refreshed here (the database is
-    read on this thread only), then the scans."""
+    """The vector channels: one query vector, then each field's scan."""
     out: dict[str, Channel] = {}
     if not q.text.strip():
         return {n: Channel(n, reason="empty query") for n in names}
@@ -266,16 +261,12 @@ def vector_channels(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, names
         return {n: Channel(n, available=False, reason=reason) for n in names}
     from ..index import vectors  # numpy: only once a vector search will really run
 
-    todo = []
     for name in names:
         fld = VECTOR_FIELDS[name]
         if not vectors.has_vectors(mem.db, model, fld):
             out[name] = Channel(name, available=False, reason=f"no {fld} embeddings for {model} yet")
             continue
-        todo.append((name, vectors.get_index(mem.db, model, fld, int(vec.shape[-1]))))
-    for name, idx in todo:
-        with idx.lock:  # large indexes split their scan over two threads themselves
-            hits = idx.search(vec, scope, cfg.pool)
+        hits = vectors.search(mem.db, scope, vec, model, fld, cfg.pool)  # large indexes scan on two threads
         floor = max(cfg.min_vector_sim, cfg.vector_floor * hits[0][1] if hits else 0.0)
         out[name] = Channel(name, [h for h in hits if h[1] >= floor and h[1] > 0])
     return out
@@ -370,16 +361,13 @@ def gather(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig,
             ch = Channel(name, available=False, reason=f"{type(e).__name__}: {e}")
         ch.ms = (time.perf_counter() - t0) * 1000
         out[name] = ch
-    if vec_names and cache.get("thread") is not None:
+    if prefetched is not None and cache.get("thread") is not None:
         # while the model still computes: the ranking rows of what the lexical channels found
         ids = list(dict.fromkeys(t for ch in out.values() for t, _ in ch.hits))
         try:
-            cache["meta"] = recrepo.meta(mem.db, scope, ids, text_chars=META_CHARS)
+            prefetched.update(recrepo.meta(mem.db, scope, ids, text_chars=META_CHARS))
         except sqlite3.Error as e:
             log.debug("meta prefetch failed: %s", e)
-        else:
-            if prefetched is not None:
-                prefetched.update(cache["meta"])
     if vec_names:
         t0 = time.perf_counter()
         try:

@@ -63,15 +63,29 @@ def connect(path: Path | str, *, readonly: bool = False) -> sqlite3.Connection:
 
 
 @contextlib.contextmanager
-def transaction(conn: sqlite3.Connection, *, immediate: bool = True) -> Iterator[sqlite3.Connection]:
-    """BEGIN IMMEDIATE … COMMIT, rolled back on any error; retries a locked BEGIN with jitter."""
+def transaction(conn: sqlite3.Connection, *, immediate: bool = True,
+                wait: bool = True) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE … COMMIT, rolled back on any error; retries a locked BEGIN with jitter.
+
+    ``wait=False``: take the lock now or raise StoreError at once (no busy timeout, no retries),
+    for work that can as well be done later.
+    """
     for attempt in range(50):
         try:
-            conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            if wait:
+                conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            else:
+                conn.execute("PRAGMA busy_timeout = 0")
+                try:
+                    conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+                finally:
+                    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             break
         except sqlite3.OperationalError as e:
             if "locked" not in str(e).lower() and "busy" not in str(e).lower():
                 raise _explain(e, "") from None
+            if not wait:
+                raise StoreError("database is locked by another writer") from None
             time.sleep(min(0.5, 0.01 * (attempt + 1)) * random.random())
     else:
         raise StoreError("database stayed locked by another process; try again")
@@ -87,6 +101,11 @@ def transaction(conn: sqlite3.Connection, *, immediate: bool = True) -> Iterator
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             raise _explain(e, "") from None
+
+
+def db_path(conn: sqlite3.Connection) -> str:
+    """The file behind a connection ("" for an in-memory database): the key of per-database caches."""
+    return str(conn.execute("PRAGMA database_list").fetchone()[2] or "")
 
 
 def explain_error(e: sqlite3.Error, path: Path | str = "") -> StoreError:

@@ -10,6 +10,7 @@ import itertools
 import sqlite3
 
 from ..scope import Scope
+from .recall import count_upto, until_write
 
 MAX_COUNT = 2_001       # mention counts are only compared with the hub limit: stop counting past it
 MAX_EDGE_ENTITIES = 12  # pairs grow quadratically: 12 entities → 66 edges per turn
@@ -95,29 +96,19 @@ def mention_counts(db: sqlite3.Connection, ids: list[int]) -> dict[int, int]:
     return out
 
 
-_COUNTS: dict[tuple[str, Scope, int], tuple[int, float]] = {}
 EXACT_UP_TO = 5_000   # scopes up to this size are counted exactly
-COUNT_TTL = 60.0  # deletions only shift IDF weights a little: re-count once a minute
 
 
 def turn_count(db: sqlite3.Connection, scope: Scope) -> int:
     """Turns in scope, for IDF weights: exact up to EXACT_UP_TO, above that the sessions' turn
-    counts (one row per session, far cheaper than counting turns). Cached per database, scope
-    and newest rowid, so new turns re-count at once and deletions within COUNT_TTL seconds."""
-    import time
+    counts (one row per session, far cheaper than counting turns). Cached until the next write
+    (deletions: within a minute)."""
+    def count() -> int:
+        direct = count_upto(db, scope, EXACT_UP_TO)
+        if direct < EXACT_UP_TO:
+            return direct
+        where, params = scope.sql()
+        n = db.execute(f"SELECT coalesce(sum(turn_count), 0) FROM sessions WHERE {where}", params).fetchone()[0]
+        return max(int(n), EXACT_UP_TO)
 
-    top = int(db.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0])
-    key = (str(db.execute("PRAGMA database_list").fetchone()[2]), scope, top)
-    now = time.monotonic()
-    got = _COUNTS.get(key)
-    if got and now - got[1] < COUNT_TTL:
-        return got[0]
-    where, params = scope.sql()
-    n = int(db.execute(f"SELECT coalesce(sum(turn_count), 0) FROM sessions WHERE {where}", params).fetchone()[0])
-    direct = db.execute(f"SELECT count(*) FROM (SELECT 1 FROM turns WHERE {where} AND deleted = 0 LIMIT ?)",
-                        [*params, EXACT_UP_TO]).fetchone()[0]
-    n = int(direct) if direct < EXACT_UP_TO else max(n, EXACT_UP_TO)
-    if len(_COUNTS) > 256:
-        _COUNTS.clear()
-    _COUNTS[key] = (n, now)
-    return n
+    return int(until_write(db, ("turn_count", scope), count))

@@ -6,10 +6,12 @@ Every function takes a Scope and puts its predicate into the SQL; none reads mem
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..scope import Scope
+from .db import db_path
 
 META = ("id, owner, agent, project, session_id, status, importance, access_count, started_at, ended_at, "
         "created_at, updated_at, error_sigs, kind")
@@ -129,27 +131,35 @@ def session_turns(db: sqlite3.Connection, scope: Scope, owner: str, agent: str, 
     return [dict(r) for r in db.execute(sql, [session_id, owner, agent, *params, limit])]
 
 
-_AT_MOST: dict[tuple[str, Scope, int, int], tuple[bool, float]] = {}
+_STAMPED: dict[tuple[Any, ...], tuple[Any, float]] = {}
+
+
+def until_write(db: sqlite3.Connection, key: tuple[Any, ...], compute: Callable[[], Any], ttl: float = 60.0) -> Any:
+    """``compute()`` cached per database, ``key`` and newest turn rowid: new turns recompute at
+    once, deletions (which keep the newest rowid) within ``ttl`` seconds."""
+    top = int(db.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0])
+    k = (db_path(db), *key, top)
+    now = time.monotonic()
+    got = _STAMPED.get(k)
+    if got is not None and now - got[1] < ttl:
+        return got[0]
+    value = compute()
+    if len(_STAMPED) > 512:
+        _STAMPED.clear()
+    _STAMPED[k] = (value, now)
+    return value
+
+
+def count_upto(db: sqlite3.Connection, scope: Scope, limit: int) -> int:
+    """Turns in scope, counting no further than ``limit`` (reads at most that many index entries)."""
+    where, params = scope.sql()
+    return int(db.execute(f"SELECT count(*) FROM (SELECT 1 FROM turns WHERE {where} AND deleted = 0 LIMIT ?)",
+                          [*params, limit]).fetchone()[0])
 
 
 def scope_at_most(db: sqlite3.Connection, scope: Scope, limit: int) -> bool:
-    """True when the scope holds at most ``limit`` turns (reads at most limit + 1 index entries;
-    cached per newest rowid, so new turns are seen at once and deletions within a minute)."""
-    import time
-
-    top = int(db.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0])
-    key = (str(db.execute("PRAGMA database_list").fetchone()[2]), scope, limit, top)
-    got = _AT_MOST.get(key)
-    now = time.monotonic()
-    if got is not None and now - got[1] < 60.0:
-        return got[0]
-    where, params = scope.sql()
-    n = db.execute(f"SELECT count(*) FROM (SELECT 1 FROM turns WHERE {where} AND deleted = 0 LIMIT ?)",
-                   [*params, limit + 1]).fetchone()[0]
-    if len(_AT_MOST) > 256:
-        _AT_MOST.clear()
-    _AT_MOST[key] = (int(n) <= limit, now)
-    return int(n) <= limit
+    """True when the scope holds at most ``limit`` turns (cached until the next write)."""
+    return bool(until_write(db, ("at_most", scope, limit), lambda: count_upto(db, scope, limit + 1) <= limit))
 
 
 def scope_size(db: sqlite3.Connection, scope: Scope) -> tuple[int, int, float]:
@@ -180,7 +190,7 @@ def doc_freqs(db: sqlite3.Connection, terms: list[str]) -> tuple[int, dict[str, 
     """
     import time
 
-    key_db = str(db.execute("PRAGMA database_list").fetchone()[2])
+    key_db = db_path(db)
     now = time.time()
     out: dict[str, int] = {}
     missing = []
