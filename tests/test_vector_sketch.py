@@ -1,0 +1,101 @@
+"""The sign-sketch pre-selection of large vector scopes (remem.index.vectors)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from remem.index import vectors
+from remem.scope import Scope
+
+
+def clustered(n: int, dim: int = 64, seed: int = 3) -> np.ndarray:
+    """Unit vectors shaped like an embedder's: one shared direction, clusters, noise."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(40, dim))
+    x = 4 * rng.normal(size=dim) + centres[rng.integers(0, 40, n)] + 0.5 * rng.normal(size=(n, dim))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture
+def small_approx(monkeypatch):
+    """The large-scope path at test size: from 500 rows, 10 candidates per result."""
+    monkeypatch.setattr(vectors, "APPROX_FROM", 500)
+    monkeypatch.setattr(vectors, "CANDIDATES_MIN", 0)
+    monkeypatch.setattr(vectors, "CANDIDATE_SHARE", 0.0)
+    monkeypatch.setattr(vectors, "OVERSAMPLE", 10)
+
+
+def build(x: np.ndarray, owner_of=lambda i: "o") -> vectors.VectorIndex:
+    idx = vectors.VectorIndex("m", "f", x.shape[1])
+    for i, v in enumerate(x):
+        idx._put(f"r{i}", v.tobytes(), owner_of(i), "a", "p")
+    return idx
+
+
+def exact_top(idx: vectors.VectorIndex, q: np.ndarray, scope: Scope, k: int, monkeypatch) -> list[str]:
+    with monkeypatch.context() as m:
+        m.setattr(vectors, "APPROX_FROM", 10 ** 9)
+        return [r for r, _ in idx.search(q, scope, k)]
+
+
+def test_sketch_keeps_the_exact_neighbours_and_scores(small_approx, monkeypatch):
+    x = clustered(3000)
+    idx = build(x[:2900])
+    scope = Scope.of("o")
+    kept = []
+    for q in x[2900:]:
+        got = idx.search(q, scope, 10)
+        want = exact_top(idx, q, scope, 10, monkeypatch)
+        kept.append(len({r for r, _ in got} & set(want)) / 10)
+        for r, s in got:  # candidates are scored exactly
+            assert s == pytest.approx(float(x[int(r[1:])] @ q), abs=1e-5)
+    assert idx.center is not None, "the large-scope path was not taken"
+    assert np.mean(kept) >= 0.95
+
+
+def test_uncentred_signs_would_lose_the_neighbours(small_approx, monkeypatch):
+    """Why the sketch is centred: with the shared direction left in, sign bits barely differ."""
+    x = clustered(3000)
+    idx = build(x[:2900])
+    idx._build_sketch()
+    idx.center = np.zeros_like(idx.center)
+    for b in range(len(idx.blocks)):
+        idx._sketch_rows(b, 0, min(vectors.BLOCK, idx.n - b * vectors.BLOCK))
+    idx.center_rows = 10 ** 9  # keep this (bad) centre
+    scope = Scope.of("o")
+    kept = [len({r for r, _ in idx.search(q, scope, 10)} & set(exact_top(idx, q, scope, 10, monkeypatch))) / 10
+            for q in x[2900:]]
+    assert np.mean(kept) < 0.9
+
+
+def test_sketch_respects_scope_and_follows_writes(small_approx):
+    x = clustered(2000)
+    idx = build(x, owner_of=lambda i: "alice" if i % 2 else "bob")
+    alice = Scope.of("alice")
+    q = x[1]
+    hits = idx.search(q, alice, 50)
+    assert hits and all(int(r[1:]) % 2 == 1 for r, _ in hits)
+    assert idx.search(x[0], Scope.of("carol"), 5) == []
+    # a row written after the sketch was taken is found; a dropped one never comes back
+    idx._put("new", q.tobytes(), "alice", "a", "p")
+    assert idx.search(q, alice, 1)[0][0] in ("new", "r1")
+    idx._drop("r1")
+    idx._drop("new")
+    assert {"r1", "new"}.isdisjoint(r for r, _ in idx.search(q, alice, 50))
+    # the centre is taken again once the index has doubled
+    first = idx.center_rows
+    for i, v in enumerate(clustered(2100, seed=9)):
+        idx._put(f"m{i}", v.tobytes(), "alice", "a", "p")
+    idx.search(q, alice, 5)
+    assert idx.center_rows > first
+
+
+def test_sketch_memory_is_a_thirty_second_of_the_vectors(small_approx):
+    x = clustered(4096 * 2, dim=384)
+    idx = build(x)
+    idx.search(x[0], Scope.of("o"), 5)
+    sketch = sum(s.nbytes for s in idx.sketch)
+    assert sketch == len(x) * 384 // 8
+    mem = idx.memory_bytes()
+    assert mem["total_bytes"] / mem["raw_vector_bytes"] <= 1.2
