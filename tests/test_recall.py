@@ -178,10 +178,14 @@ def test_recall_cli_prints_the_packet(store, cli):
 
 # ----------------------------------------------------------------------- vector index
 
-def test_vector_index_is_incremental_scoped_and_forgets(mem):
+@pytest.mark.parametrize("approx", [False, True], ids=["exact", "sign-sketch"])
+def test_vector_index_is_incremental_scoped_and_forgets(mem, monkeypatch, approx):
     from remem.index import vectors
     from remem.store.db import transaction
     from remem.store.vectors import put_many
+
+    if approx:  # every search takes the large-scope path: sketch, then exact scores of candidates
+        monkeypatch.setattr(vectors, "APPROX_FROM", 1)
 
     def put(rid, owner, project, v):
         v = np.asarray(v, dtype=np.float32)
@@ -207,6 +211,7 @@ def test_vector_index_is_incremental_scoped_and_forgets(mem):
     assert [h[0] for h in vectors.search(mem.db, Scope.of("alice"), q, "test:4", "summary", 10)] == ["t_a"]
     idx = vectors.get_index(mem.db, "test:4", "summary", 4)
     assert len(idx) == 2 and idx.memory_bytes()["raw_vector_bytes"] == 2 * 4 * 4
+    assert (idx.center is not None) == approx
 
 
 def test_entities_written_with_the_turn(mem):
@@ -269,3 +274,32 @@ def test_session_corpus_answers_from_its_last_build_while_a_few_new_turns_rebuil
     mem.forget(ids=[new.id])
     after = scope_corpus(mem.db, sc)
     assert after is not None and new.id not in after.ids   # deletions never served from a stale build
+
+
+def test_long_prompt_embeds_its_opening_and_close_only(mem, monkeypatch):
+    """The query model's time grows with its input: a long prompt embeds a bounded head and tail."""
+    from remem.recall import channels, packet
+
+    mem.add("the deploy script needs the staging token", reply="set STAGING_TOKEN first", agent="codex")
+    emb = mem.embedder()
+    seen = []
+    real = emb.embed_query
+    monkeypatch.setattr(emb, "embed_query", lambda text: seen.append(text) or real(text))
+    channels._QVEC.clear()
+    prompt = "why does the deploy fail " + "with a very long pasted log line " * 200 + "on staging today?"
+    mem.search(prompt, k=3)
+    head, tail = channels.QUERY_EMBED_TOKENS
+    assert len(seen) == 1 and packet.count_tokens(seen[0]) <= head + tail + 1
+    assert seen[0].startswith("why does the deploy fail") and seen[0].endswith("on staging today?")
+    short = "why does the deploy fail on staging"
+    mem.search(short, k=3)
+    assert seen[-1] == short
+
+
+def test_head_and_tail_counts_tokens_honestly():
+    from remem.recall.packet import count_tokens, head_and_tail
+
+    assert head_and_tail("a b c", 2, 1) == "a b c"
+    assert head_and_tail("a b c d e f", 2, 1) == "a b … f"
+    cut = head_and_tail("数据库迁移" * 40, 10, 4)
+    assert cut.startswith("数据库迁移数据库迁移") and cut.endswith("库迁移") and count_tokens(cut) == 15

@@ -22,6 +22,7 @@ from ..store import entities as entrepo
 from ..store import recall as recrepo
 from ..store.db import db_path
 from . import okapi
+from . import packet as pk
 from .config import RecallConfig
 from .query import Query, quote
 
@@ -36,6 +37,10 @@ _SUFFIXES = ("ingly", "edly", "ations", "ation", "ings", "ing", "ies", "ied", "e
 
 # recent query vectors: turn_start, then search for the same prompt, embed it once
 _QVEC: dict[tuple[str, str], Any] = {}
+# A long prompt embeds its opening and its close only (tokens as packet.count_tokens counts):
+# the model's time grows with the input (e5-small ≈ 1.5 ms a token here, a 2,000-character
+# prompt ≈ 0.8 s), and the lexical channels still read the whole prompt.
+QUERY_EMBED_TOKENS = (48, 16)
 
 
 @dataclass
@@ -218,7 +223,8 @@ def start_query_vector(mem: Remem, q: Query, cache: dict[str, Any]) -> None:
     if emb is None:
         cache.update(vec=None, model="", reason=f"embedder unavailable: {mem.embedder_error}")
         return
-    key = (emb.model_id, q.text[:2000])
+    text = pk.head_and_tail(q.text, *QUERY_EMBED_TOKENS)
+    key = (emb.model_id, text)
     vec = _QVEC.get(key)
     if vec is not None:
         cache.update(vec=vec, model=emb.model_id, reason="")
@@ -226,7 +232,7 @@ def start_query_vector(mem: Remem, q: Query, cache: dict[str, Any]) -> None:
 
     def work() -> None:
         try:
-            v = emb.embed_query(q.text[:2000])
+            v = emb.embed_query(text)
         except Exception as e:  # a model that breaks mid-query leaves lexical recall working
             cache.update(vec=None, model=emb.model_id, reason=f"query embedding failed: {type(e).__name__}: {e}")
             return
@@ -261,15 +267,19 @@ def vector_channels(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, names
         return {n: Channel(n, available=False, reason=reason) for n in names}
     from ..index import vectors  # numpy: only once a vector search will really run
 
+    ready = []
     for name in names:
         fld = VECTOR_FIELDS[name]
-        if not vectors.has_vectors(mem.db, model, fld):
+        if vectors.has_vectors(mem.db, model, fld):
+            ready.append(name)
+        else:
             out[name] = Channel(name, available=False, reason=f"no {fld} embeddings for {model} yet")
-            continue
-        hits = vectors.search(mem.db, scope, vec, model, fld, cfg.pool)  # large indexes scan on two threads
+    found = vectors.search_fields(mem.db, scope, vec, model, [VECTOR_FIELDS[n] for n in ready], cfg.pool)
+    for name in ready:
+        hits = found[VECTOR_FIELDS[name]]
         floor = max(cfg.min_vector_sim, cfg.vector_floor * hits[0][1] if hits else 0.0)
         out[name] = Channel(name, [h for h in hits if h[1] >= floor and h[1] > 0])
-    return out
+    return {n: out[n] for n in names}
 
 
 def ch_structural(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Channel:

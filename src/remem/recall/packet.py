@@ -54,6 +54,30 @@ def count_tokens(text: str) -> int:
     return n + text.count("\n")
 
 
+def head_and_tail(text: str, head: int, tail: int) -> str:
+    """``text`` when it counts at most ``head + tail`` tokens (as :func:`count_tokens` counts
+    them), else its first ``head`` and last ``tail`` tokens joined by " … "."""
+    if count_tokens(text) <= head + tail:
+        return text
+    spans = [(m.start(), m.end(), count_tokens(m.group(0))) for m in _TOKEN_RE.finditer(text)]
+
+    def take(items: Sequence[tuple[int, int, int]], limit: int) -> int:
+        n = used = 0
+        for _, _, w in items:
+            if used + w > limit:
+                break
+            used += w
+            n += 1
+        return n
+
+    h, t = take(spans, head), take(spans[::-1], tail)
+    if h + t >= len(spans):  # only line breaks made it long
+        return text
+    start = text[: spans[h - 1][1]] if h else ""
+    end = text[spans[-t][0]:] if t else ""
+    return f"{start} … {end}".strip()
+
+
 def clamp_budget(budget: int | None) -> int:
     if not budget:
         return DEFAULT_BUDGET
