@@ -14,13 +14,14 @@ timings include the query embedding. Larger sizes are estimated from the measure
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,9 @@ def _zipf_word(rng: random.Random) -> str:
     return rare[min(len(rare) - 1, int(len(rare) ** rng.random()) - 1)]
 
 
-def make_turns(n: int, seed: int = 7) -> list[Any]:
+def make_turns(n: int, seed: int = 7, chunk: int = 0) -> Iterator[list[Any]]:
+    """The ``n`` synthetic turns in lists of ``chunk`` (all at once when 0): a million turns
+    never sit in memory together."""
     from remem.model import ToolCall, TurnIn
 
     rng = random.Random(seed)
@@ -86,7 +89,11 @@ def make_turns(n: int, seed: int = 7) -> list[Any]:
                           project=f"/srv/p{rng.randint(0, 19)}", session_id=f"s{i // 20}",
                           source_key=f"speed:{i}", status="failed" if failed else "succeeded",
                           started_at=ts, ended_at=ts + 30))
-    return out
+        if chunk and len(out) == chunk:
+            yield out
+            out = []
+    if out:
+        yield out
 
 
 def fill_vectors(mem: Any, model_id: str, dim: int, seed: int = 11) -> int:
@@ -130,31 +137,53 @@ def _rss_mb() -> float:
     return 0.0
 
 
-def measure(n: int, *, queries: int, model: str, say: Callable[[str], None]) -> dict[str, Any]:
+def build(home: str, n: int, model: str, say: Callable[[str], None]) -> dict[str, Any]:
+    """A store of ``n`` synthetic turns with random vectors in ``home``; its build times."""
+    from remem.core import Remem
+
+    mem = Remem(home, env={"REMEM_EMBEDDING_MODEL": model})
+    emb = mem.embedder()
+    if emb is None:
+        raise RuntimeError(f"embedder {model!r} unavailable: {mem.embedder_error}")
+    t0 = time.perf_counter()
+    for part in make_turns(n, chunk=2000):
+        mem.add_turns(part)
+    ingest_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    mem.index_pending(embed=False)  # entities + trigram index: the background job, run now
+    index_s = time.perf_counter() - t0
+    say(f"{n}: ingested in {ingest_s:.0f}s, indexed in {index_s:.0f}s")
+    t0 = time.perf_counter()
+    nvec = fill_vectors(mem, emb.model_id, emb.dim)
+    fill_s = time.perf_counter() - t0
+    mem.close()
+    return {"turns": n, "vectors": nvec, "model": emb.model_id, "ingest_s": round(ingest_s, 1),
+            "index_s": round(index_s, 1), "vector_fill_s": round(fill_s, 1)}
+
+
+def measure(n: int, *, queries: int, model: str, say: Callable[[str], None], keep: str | None = None) -> dict[str, Any]:
+    """Build (or, with ``keep``, reuse) a store of ``n`` turns and time ``queries`` prompts on it."""
     from remem.core import Remem
     from remem.index import vectors
     from remem.recall import channels
 
     channels._QVEC.clear()  # every size embeds its queries afresh (the sizes share the query list)
 
-    with tempfile.TemporaryDirectory(prefix="remem-speed-") as home:
+    with tempfile.TemporaryDirectory(prefix="remem-speed-") as tmp:
+        home = os.path.join(keep, str(n)) if keep else tmp
+        done = Path(home, "built.json")
+        if done.exists():
+            built = json.loads(done.read_text())
+            say(f"{n}: reusing the store in {home}")
+        else:
+            if Path(home, "remem.db").exists():
+                raise RuntimeError(f"{home} holds a store that was not finished; remove it first")
+            built = build(home, n, model, say)
+            if keep:
+                done.write_text(json.dumps(built))
         mem = Remem(home, env={"REMEM_EMBEDDING_MODEL": model})
         emb = mem.embedder()
-        if emb is None:
-            raise RuntimeError(f"embedder {model!r} unavailable: {mem.embedder_error}")
         emb.load() if hasattr(emb, "load") else None
-        t0 = time.perf_counter()
-        turns = make_turns(n)
-        for i in range(0, n, 2000):
-            mem.add_turns(turns[i:i + 2000])
-        ingest_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        mem.index_pending(embed=False)  # entities + trigram index: the background job, run now
-        index_s = time.perf_counter() - t0
-        say(f"{n}: ingested in {ingest_s:.0f}s, indexed in {index_s:.0f}s")
-        t0 = time.perf_counter()
-        nvec = fill_vectors(mem, emb.model_id, emb.dim)
-        fill_s = time.perf_counter() - t0
         rng = random.Random(3)
         qs = [" ".join(_zipf_word(rng) for _ in range(rng.randint(3, 9))) + ("?" if i % 3 else "")
               for i in range(queries)]
@@ -182,9 +211,7 @@ def measure(n: int, *, queries: int, model: str, say: Callable[[str], None]) -> 
         total = sum(i["total_bytes"] for i in info)
         mem.close()
         vectors.forget()
-    return {"turns": n, "vectors": nvec, "model": emb.model_id, "ingest_s": round(ingest_s, 1),
-            "index_s": round(index_s, 1),
-            "vector_fill_s": round(fill_s, 1), "index_load_s": round(load_s, 2),
+    return {**built, "index_load_s": round(load_s, 2),
             **{f"{k}_p50_ms": round(statistics.median(v), 2) for k, v in lat.items()},
             **{f"{k}_p95_ms": _pct(v, 0.95) for k, v in lat.items()},
             "vector_raw_mb": round(raw / 1e6, 1), "vector_index_mb": round(total / 1e6, 1),
@@ -204,14 +231,19 @@ def estimate(points: list[dict[str, Any]], n: int) -> dict[str, Any]:
     return out
 
 
-def run(sizes: list[int], *, queries: int = 200, model: str | None = None,
-        progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def resolve_model(model: str | None) -> str:
     from remem.index.embed import DEFAULT_EMBEDDER
 
     model = model or os.environ.get("REMEM_EMBEDDING_MODEL") or DEFAULT_EMBEDDER
-    model = DEFAULT_EMBEDDER if model == "default" else model
+    return DEFAULT_EMBEDDER if model == "default" else model
+
+
+def run(sizes: list[int], *, queries: int = 200, model: str | None = None,
+        progress: Callable[[str], None] | None = None, keep: str | None = None) -> dict[str, Any]:
+
+    model = resolve_model(model)
     say = progress or (lambda _m: None)
-    points = [measure(n, queries=queries, model=model, say=say) for n in sizes]
+    points = [measure(n, queries=queries, model=model, say=say, keep=keep) for n in sizes]
     est = estimate(points, 1_000_000) if max(sizes) < 1_000_000 else {}
     return {"model": model, "cpus": os.cpu_count(), "points": points, "estimate_1m": est}
 
@@ -230,16 +262,26 @@ def render(res: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
-    import json
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--model", default=None)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--keep", metavar="DIR", help="build each size's store in DIR/<size> and reuse it on later runs")
+    ap.add_argument("--build-only", action="store_true", help="with --keep: build the stores, time nothing")
     a = ap.parse_args(argv)
-    res = run([int(s) for s in a.sizes.split(",")], queries=a.queries, model=a.model,
-              progress=lambda m: print(m, file=sys.stderr))
+    sizes = [int(s) for s in a.sizes.split(",")]
+    if a.build_only:
+        if not a.keep:
+            ap.error("--build-only needs --keep DIR")
+        for n in sizes:
+            home = os.path.join(a.keep, str(n))
+            if not Path(home, "built.json").exists():
+                built = build(home, n, resolve_model(a.model), lambda m: print(m, file=sys.stderr))
+                Path(home, "built.json").write_text(json.dumps(built))
+        return 0
+    res = run(sizes, queries=a.queries, model=a.model, progress=lambda m: print(m, file=sys.stderr), keep=a.keep)
     print(json.dumps(res, indent=1) if a.json else render(res))
     return 0
 

@@ -4,8 +4,8 @@
 Large scopes (``remem.index.vectors.APPROX_FROM`` rows and up) score only the candidates
 nearest the query by the Hamming distance of their centred sign bits. This measures the
 share of the exact top 10 / top 100 that survives, for several candidate counts, on the
-vectors of an existing store (your own ``$REMEM_HOME/remem.db``, or the home a
-``remem bench locomo --keep-home`` run leaves). Queries are stored vectors held out of the
+vectors of an existing store (your own ``$REMEM_HOME/remem.db``, or the one
+``remem bench locomo --data FILE --home DIR`` leaves in DIR). Queries are stored vectors held out of the
 index, so no model is needed. Random vectors would say nothing here: real embeddings are
 clustered and share one dominant direction, which is why the sketch is centred.
 
@@ -91,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.write:
         from results import update_section
 
-        update_section("Vector pre-selection", "Reproduce: `.venv/bin/python bench/vector_approx.py --db PATH "
-                       "--write`\n\n" + "\n".join(lines))
+        update_section("Vector pre-selection", "Reproduce: `remem bench locomo --data ../shared/bench/locomo-dev.json "
+                       "--home DIR` (once, for real e5-small vectors), then `.venv/bin/python "
+                       "bench/vector_approx.py --db DIR/remem.db --queries 400 --write`\n\n" + "\n".join(lines))
     return 0
 
 

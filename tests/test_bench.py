@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 
@@ -72,6 +73,19 @@ def test_locomo_cli_json_shape(tmp_path, cli):
     assert res["session"]["cats_1_4"]["recall_any@5"] == 100.0   # two sessions, top 5 holds both
     assert res["config"]["name"] == "default" and "query_s" in res["timing"]
     assert res["turn"]["by_category"]["single-hop"]["recall_any@5"] == 100.0
+
+
+def test_locomo_home_keeps_the_store_for_later_runs(tmp_path, cli):
+    f = tmp_path / "locomo.json"
+    f.write_text(json.dumps(_locomo_sample()))
+    home = tmp_path / "kept"
+    runs = [cli("bench", "locomo", "--data", str(f), "--home", str(home), "--json") for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr.decode()
+    first, second = (json.loads(r.stdout) for r in runs)
+    assert (home / "remem.db").exists()
+    assert first["turn"] == second["turn"]  # the second run met the same store, not a doubled one
+    con = sqlite3.connect(home / "remem.db")
+    assert con.execute("SELECT count(*) FROM turns").fetchone()[0] == first["turns"]
 
 
 def test_locomo_reference_configuration_on_tiny_data(tmp_path):
@@ -146,8 +160,11 @@ def test_longmemeval_turn_pairing():
 
 def test_speed_harness_pure_parts():
     h = harness("recall_speed")
-    turns = h.make_turns(50)
+    [turns] = list(h.make_turns(50))
     assert len(turns) == 50 and len({t.source_key for t in turns}) == 50
+    parts = list(h.make_turns(50, chunk=20))
+    assert [len(p) for p in parts] == [20, 20, 10]
+    assert [t.request for p in parts for t in p] == [t.request for t in turns]  # chunking changes nothing
     pts = [{"turns": 10_000, "turn_start_p50_ms": 10, "turn_start_p95_ms": 20, "search_p50_ms": 10,
             "search_p95_ms": 20, "vector_raw_mb": 20, "vector_index_mb": 22},
            {"turns": 100_000, "turn_start_p50_ms": 20, "turn_start_p95_ms": 40, "search_p50_ms": 19,

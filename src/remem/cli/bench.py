@@ -45,13 +45,15 @@ def bench() -> None:
 @click.option("--model", default=None, help="Embedder for vector channels (default: the configured one).")
 @click.option("--set", "sets", multiple=True, help="Override a setting: rrf_k=10, weights.vector=0.8.")
 @click.option("--limit", type=int, default=None, help="First N conversations only.")
+@click.option("--home", default=None, metavar="DIR",
+              help="Keep the store in DIR (a later run reuses its turns and vectors).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_errors
 def locomo(data: str, config: str, model: str | None, sets: tuple[str, ...], limit: int | None,
-           as_json: bool) -> None:
+           home: str | None, as_json: bool) -> None:
     """LoCoMo retrieval through the real write pipeline and search entry point."""
     h = harness("locomo")
-    res = h.run(data, config=config, model=model, limit=limit, sets=h.overrides(list(sets)),
+    res = h.run(data, config=config, model=model, limit=limit, sets=h.overrides(list(sets)), home=home,
                 progress=None if as_json else (lambda m: click.echo(m, err=True)))
     _out(res, as_json, h.render)
 
@@ -77,12 +79,14 @@ def longmemeval(data: str, config: str, model: str | None, limit: int | None, as
 @click.option("--queries", default=200, show_default=True, help="Timed queries per size and entry point.")
 @click.option("--model", default=None, help="Query embedder (default: the configured one).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--keep", default=None, metavar="DIR",
+              help="Build each size's store in DIR/<size> and reuse it on later runs.")
 @handle_errors
-def speed(sizes: str, queries: int, model: str | None, as_json: bool) -> None:
+def speed(sizes: str, queries: int, model: str | None, as_json: bool, keep: str | None) -> None:
     """turn_start / search latency and vector memory on generated stores."""
     h = harness("recall_speed")
     res = h.run([int(s) for s in sizes.split(",") if s.strip()], queries=queries, model=model,
-                progress=None if as_json else (lambda m: click.echo(m, err=True)))
+                progress=None if as_json else (lambda m: click.echo(m, err=True)), keep=keep)
     _out(res, as_json, h.render)
 
 
