@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..scope import Scope
 from ..store import recall as recrepo
 from . import rank as rk
-from .channels import META_CHARS, Channel, gather, scope_corpus
+from .channels import META_CHARS, Channel, gather, scope_corpus, vector_channels
 from .config import DEFAULT, OKAPI_SESSION_MAX, RecallConfig
 from .query import Query, build
 
@@ -51,10 +51,113 @@ def session_key(row: dict[str, Any]) -> str:
     return f"{row['owner']}/{row['agent']}/{row['session_id']}" if row.get("session_id") else ""
 
 
+_MONTH = ("january|february|march|april|may|june|july|august|september|october|november|december|"
+          "jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec")
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\.?,?\s+(\d{{4}})\b", re.I)
+_MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+_ISO_DAY = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+
+
+def named_days(text: str) -> list[float]:
+    """Local midnights of the calendar days ``text`` names ("3 June, 2023", "June 3rd 2023", "2023-06-03")."""
+    found: list[tuple[int, int, int]] = []
+    for m in _DAY_MONTH_YEAR.finditer(text):
+        found.append((int(m.group(3)), _month(m.group(2)), int(m.group(1))))
+    for m in _MONTH_DAY_YEAR.finditer(text):
+        found.append((int(m.group(3)), _month(m.group(1)), int(m.group(2))))
+    for m in _ISO_DAY.finditer(text):
+        found.append((int(m.group(1)), int(m.group(2)), int(m.group(3))))
+    out = []
+    for y, mo, d in dict.fromkeys(found):
+        if 1 <= mo <= 12 and 1 <= d <= 31:
+            t = time.mktime((y, mo, d, 0, 0, 0, 0, 0, -1))
+            if time.localtime(t).tm_mday == d:  # 31 June is not a day
+                out.append(t)
+    return out
+
+
+def _month(word: str) -> int:
+    w = word.lower()[:3]
+    return next(i for i, m in enumerate(_MONTHS, start=1) if m.startswith(w))
+
+
+def without_names(text: str, names: set[str]) -> str:
+    """``text`` with the speaker names (and their first names, with or without "'s") taken out."""
+    words = {w for n in names for w in (n, n.split()[0])}
+    if not words:
+        return text
+    alt = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    return re.sub(r"\s+", " ", re.sub(rf"\b(?:{alt})(?:'s|’s)?\b", " ", text, flags=re.I)).strip()
+
+
+def _best_per_session(hits: list[tuple[str, float]], groups: dict[str, str]) -> list[tuple[str, float]]:
+    """A session is as close as its closest turn (hits best first)."""
+    seen: dict[str, float] = {}
+    for tid, s in hits:
+        g = groups.get(tid)
+        if g and g not in seen:
+            seen[g] = s
+    return list(seen.items())
+
+
+def _unnamed_vector_lists(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, names: set[str],
+                          channels: list[str], groups: dict[str, str]) -> dict[str, list[tuple[str, float]]]:
+    """The vector channels rerun on the query without the speaker names it mentions, per session."""
+    text = without_names(q.text, names)
+    if not channels or not text or text == q.text:
+        return {}
+    got = vector_channels(mem, build(text), scope, cfg, channels, {})
+    hits = {n: c.hits for n, c in got.items() if c.available}
+    new = [t for h in hits.values() for t, _ in h if t not in groups]
+    if new:
+        groups.update({t: session_key(m) for t, m in recrepo.meta(mem.db, scope, new).items()})
+    return {n: _best_per_session(h, groups) for n, h in hits.items()}
+
+
+DATE_TURNS = 2000  # turns read around a named day (most recent first) to find its sessions
+
+
+def _date_list(mem: Remem, q: Query, scope: Scope, days: float, groups: dict[str, str]) -> list[tuple[str, float]]:
+    """Sessions with a turn within ``days`` of a calendar day the query names, nearest first
+    (score = minus the distance in days from that day's noon)."""
+    named = named_days(q.text)
+    if not named or days <= 0:
+        return []
+    near: dict[str, float] = {}
+    for day in named:
+        noon = day + 43200.0
+        got = recrepo.recent(mem.db, scope, DATE_TURNS, since=noon - (days + 0.5) * 86400,
+                             until=noon + (days + 0.5) * 86400)
+        new = [t for t, _ in got if t not in groups]
+        if new:
+            groups.update({t: session_key(m) for t, m in recrepo.meta(mem.db, scope, new).items()})
+        for tid, when in got:
+            g = groups.get(tid)
+            if g:
+                d = abs(when - noon) / 86400.0
+                near[g] = min(d, near.get(g, d))
+    return sorted(((g, -d) for g, d in near.items()), key=lambda x: -x[1])
+
+
 def _session_ranking(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, scores: dict[str, float],
                      groups: dict[str, str], channel_hits: dict[str, list[tuple[str, float]]],
-                     ) -> tuple[list[tuple[str, float]], dict[str, str]]:
-    """Sessions ranked by RRF of (their lexical score, their best turn's fused score)."""
+                     names: set[str] | None = None) -> tuple[list[tuple[str, float]], dict[str, str]]:
+    """Sessions ranked by RRF (k = ``cfg.rrf_k``) of these lists:
+
+    * ``lexical``: Okapi BM25 of the session documents (date in words + all turn texts), or
+      the session's best 3 bm25 turn hits summed when the scope has no session corpus;
+    * ``best_turn``: the session's best fused turn score;
+    * ``best_<vector channel>``: the session's closest turn. With ``cfg.session_unnamed`` and
+      a query naming transcript speakers (``names``: "Caroline: …" turns), the vector channels
+      are rerun without those names: every turn of a chat transcript starts with a speaker's
+      name, so a name in the query makes short, empty turns ("Caroline: Hey, Mel!") the nearest
+      in every session, while BM25 discounts the name as a common word (LoCoMo dev session
+      recall_any@5 92.6 → 95.1; bench/RESULTS.md);
+    * ``date``: when the query names a calendar day ("on 3 June, 2023"), the sessions with a
+      turn within ``cfg.session_date_days`` of it, nearest first (95.1 → 95.5).
+    """
     best: dict[str, tuple[str, float]] = {}
     for tid, s in scores.items():
         g = groups.get(tid)
@@ -82,15 +185,18 @@ def _session_ranking(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, scor
     if cfg.session_source == "okapi" and not cfg.session_weight:
         fused = dict(lexical)  # plain reference: session documents alone
     else:
+        groups = dict(groups)  # turns found only here join the lookup, not the caller's
         lists = {"lexical": lexical, "best_turn": by_best}
-        for name, hits in channel_hits.items():
-            if name.startswith("vector"):  # a session is as close as its closest turn
-                seen: dict[str, float] = {}
-                for tid, s in hits:
-                    g = groups.get(tid)
-                    if g and g not in seen:
-                        seen[g] = s
-                lists[f"best_{name}"] = list(seen.items())
+        vec = [n for n in channel_hits if n.startswith("vector")]
+        for name in vec:
+            lists[f"best_{name}"] = _best_per_session(channel_hits[name], groups)
+        if cfg.session_unnamed and names:
+            for name, hits in _unnamed_vector_lists(mem, q, scope, cfg, names, vec, groups).items():
+                lists[f"best_{name}"] = hits
+        if cfg.session_date_days > 0:
+            dated = _date_list(mem, q, scope, cfg.session_date_days, groups)
+            if dated:
+                lists["date"] = dated
         fused, _ = rk.rrf(lists, k=cfg.rrf_k)
     order = sorted(fused.items(), key=lambda x: -x[1])
     return order, {g: t for g, (t, _) in best.items()}
@@ -130,7 +236,12 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
         fused, parts = rk.spread(fused, groups, nb_of, session_weight=0.0, neighbour_weight=cfg.neighbour_weight)
         for t, p in parts.items():
             details.setdefault(t, {"channels": det.get(t, {}), "boosts": {}, "evidence": {}})["evidence"].update(p)
-    sessions, best_turn = _session_ranking(mem, q, scope, cfg, fused, groups, hits)
+    # chat transcripts ("Name: …"): the speakers the query names
+    qwords = set(q.all_words)
+    speakers = {t: m.group(1) for t, row in meta.items() if t in fused
+                and (m := _SPEAKER.match(row.get("request") or ""))}
+    named = {s for s in speakers.values() if s.split()[0].lower() in qwords}
+    sessions, best_turn = _session_ranking(mem, q, scope, cfg, fused, groups, hits, named)
     if cfg.session_weight and sessions:
         srank = {g: i for i, (g, _) in enumerate(sessions, start=1)}
         for t in fused:
@@ -140,10 +251,6 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
                 fused[t] += add
                 details[t]["evidence"]["session"] = {"rank": r, "added": round(add, 6)}
     # boosts
-    qwords = set(q.all_words)
-    speakers = {t: m.group(1) for t, row in meta.items() if t in fused
-                and (m := _SPEAKER.match(row.get("request") or ""))}
-    named = {s for s in speakers.values() if s.split()[0].lower() in qwords}
     final: dict[str, float] = {}
     for t, s in fused.items():
         row = meta[t]
