@@ -71,7 +71,7 @@ def test_speaker_names_do_not_pull_in_empty_turns(mem):
     chat(mem, {**noise, "gold": ["Melanie: How was your weekend?", "Caroline: I baked sourdough bread",
                                  "Melanie: The baking went well then"]})
     query = "What did Caroline bake?"
-    assert order(mem, query, session_unnamed=False)[0] != "gold"
+    assert order(mem, query, unnamed_vectors=False)[0] != "gold"
     assert order(mem, query)[0] == "gold"
 
 
@@ -92,4 +92,4 @@ def test_plain_presets_keep_plain_sessions():
 
     for name in ("bm25", "vector", "bm25-reference", "only:bm25,vector"):
         cfg = preset(name)
-        assert not cfg.session_unnamed and cfg.session_date_days == 0
+        assert not cfg.unnamed_vectors and cfg.session_date_days == 0

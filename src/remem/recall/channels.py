@@ -345,19 +345,21 @@ VECTOR_FIELDS = {"vector": "summary", "vector_actions": "actions"}
 
 
 def gather(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig,
-           prefetched: dict[str, dict[str, Any]] | None = None) -> dict[str, Channel]:
+           prefetched: dict[str, dict[str, Any]] | None = None, *,
+           vector_query: Query | None = None) -> dict[str, Channel]:
     """Run every active channel; failures become unavailable channels, never errors.
 
-    The query embedding starts first on a worker thread; the lexical channels run while it
-    computes, then the vector channels use it.
+    The query embedding (of ``vector_query``, by default ``q``) starts first on a worker
+    thread; the lexical channels run while it computes, then the vector channels use it.
     """
+    vq = vector_query or q
     out: dict[str, Channel] = {}
     cache: dict[str, Any] = {}
     active = cfg.active()
     vec_names = [n for n in active if n in VECTOR_FIELDS]
     if vec_names:
         try:
-            start_query_vector(mem, q, cache)
+            start_query_vector(mem, vq, cache)
         except (ValueError, RuntimeError, OSError) as e:
             cache.update(vec=None, model="", reason=f"{type(e).__name__}: {e}")
     for name in active:
@@ -381,7 +383,7 @@ def gather(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig,
     if vec_names:
         t0 = time.perf_counter()
         try:
-            got = vector_channels(mem, q, scope, cfg, vec_names, cache)
+            got = vector_channels(mem, vq, scope, cfg, vec_names, cache)
         except (sqlite3.Error, ValueError, RuntimeError, OSError, MemoryError) as e:
             log.warning("recall vector channels failed: %s", e)
             got = {n: Channel(n, available=False, reason=f"{type(e).__name__}: {e}") for n in vec_names}

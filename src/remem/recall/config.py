@@ -38,8 +38,8 @@ class RecallConfig:
     session_weight: float = 3.0   # × 1/(k + rank of the turn's session): good sessions lift their turns
     session_source: str = "auto"  # "okapi" (session documents, exact) | "turns" (aggregate turn hits) |
                                   # "auto" (okapi for scopes ≤ OKAPI_SESSION_MAX turns: cheap to rebuild)
-    session_unnamed: bool = True  # sessions' vector lists use the query without the transcript speakers it
-                                  # names: in "Name: …" turns a name pulls in empty turns (LoCoMo 92.6 → 95.1)
+    unnamed_vectors: bool = True  # vector channels embed the query without the transcript speakers it names
+                                  # (search.vector_query; LoCoMo dev sessions 92.6 → 95.1)
     session_date_days: float = 7.0  # a day the query names ("on 3 June, 2023") ranks the sessions this near
                                     # it (a week either side); 0 = off
     neighbour_weight: float = 0.3  # × best neighbour's score: the reply after a question holds the answer
@@ -78,7 +78,7 @@ PACKET = DEFAULT.with_(threshold=0.35, mmr_lambda=0.75, session_cap=2, failed_pe
 
 _PLAIN = dict(session_weight=0.0, neighbour_weight=0.0, agreement=0.0, recency_weight=0.0,
               importance_weight=0.0, stop_words=False, stem_prefix=False, speaker_boost=1.0,
-              session_unnamed=False, session_date_days=0.0)
+              unnamed_vectors=False, session_date_days=0.0)
 
 PRESETS: dict[str, RecallConfig] = {
     "default": DEFAULT,

@@ -72,10 +72,20 @@ def session_date_words(ts: float | None) -> str:
            f"{time.strftime('%B', t)}, {t.tm_year}"
 
 
+_SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30})?):\s")
+SPEAKER_SHARE = 0.2  # a "Name:" opening at least this share of a scope's turns marks a transcript speaker
+
+
 class ScopeCorpus:
     """Turn and session documents of one scope with their Okapi indexes."""
 
     def __init__(self, rows: list[Row]) -> None:
+        heads: dict[str, int] = {}
+        for r in rows:
+            if m := _SPEAKER.match(r[2] or ""):
+                heads[m.group(1)] = heads.get(m.group(1), 0) + 1
+        # chat transcripts ("Caroline: …" on every turn): who speaks; not "Error:" or "Fix:" openings
+        self.speakers = frozenset(n for n, c in heads.items() if c >= SPEAKER_SHARE * len(rows))
         self.ids = [r[0] for r in rows]
         self.session_of = {r[0]: r[1] for r in rows}
         texts = ["\n".join(x for x in (r[2], r[3], r[4]) if x) for r in rows]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..scope import Scope
 from ..store import recall as recrepo
 from . import rank as rk
-from .channels import META_CHARS, Channel, gather, scope_corpus, vector_channels
+from .channels import META_CHARS, Channel, gather, scope_corpus
 from .config import DEFAULT, OKAPI_SESSION_MAX, RecallConfig
 from .query import Query, build
 
@@ -92,6 +92,27 @@ def without_names(text: str, names: set[str]) -> str:
     return re.sub(r"\s+", " ", re.sub(rf"\b(?:{alt})(?:'s|’s)?\b", " ", text, flags=re.I)).strip()
 
 
+def vector_query(mem: Remem, q: Query, scope: Scope, now: float | None = None) -> Query:
+    """The query the vector channels embed: without the transcript speakers it names.
+
+    Every turn of a chat transcript opens with its speaker ("Caroline: …"), so a name in the
+    query makes the short, empty turns ("Caroline: Hey, Mel!") the nearest in every session,
+    while BM25 discounts the name as a word of every document (LoCoMo dev: sessions by their
+    closest turn 82.5 → 91.3 without the names; bench/RESULTS.md). Speakers are the names that
+    open at least ``okapi.SPEAKER_SHARE`` of the scope's turns (so "Error:" or "Fix:" openings
+    of coding prompts are not), known from the cached scope corpus before the model starts, so
+    the query is embedded once. Scopes without a corpus (past ``OKAPI_SESSION_MAX`` turns) keep
+    the query as it is.
+    """
+    corp = scope_corpus(mem.db, scope, OKAPI_SESSION_MAX)
+    if corp is None or not corp.speakers:
+        return q
+    words = set(q.all_words)
+    names = {n for n in corp.speakers if n.split()[0].lower() in words}
+    text = without_names(q.text, names) if names else q.text
+    return build(text, now=now) if text and text != q.text else q
+
+
 def _best_per_session(hits: list[tuple[str, float]], groups: dict[str, str]) -> list[tuple[str, float]]:
     """A session is as close as its closest turn (hits best first)."""
     seen: dict[str, float] = {}
@@ -100,20 +121,6 @@ def _best_per_session(hits: list[tuple[str, float]], groups: dict[str, str]) -> 
         if g and g not in seen:
             seen[g] = s
     return list(seen.items())
-
-
-def _unnamed_vector_lists(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, names: set[str],
-                          channels: list[str], groups: dict[str, str]) -> dict[str, list[tuple[str, float]]]:
-    """The vector channels rerun on the query without the speaker names it mentions, per session."""
-    text = without_names(q.text, names)
-    if not channels or not text or text == q.text:
-        return {}
-    got = vector_channels(mem, build(text), scope, cfg, channels, {})
-    hits = {n: c.hits for n, c in got.items() if c.available}
-    new = [t for h in hits.values() for t, _ in h if t not in groups]
-    if new:
-        groups.update({t: session_key(m) for t, m in recrepo.meta(mem.db, scope, new).items()})
-    return {n: _best_per_session(h, groups) for n, h in hits.items()}
 
 
 DATE_TURNS = 2000  # turns read around a named day (most recent first) to find its sessions
@@ -143,18 +150,14 @@ def _date_list(mem: Remem, q: Query, scope: Scope, days: float, groups: dict[str
 
 def _session_ranking(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, scores: dict[str, float],
                      groups: dict[str, str], channel_hits: dict[str, list[tuple[str, float]]],
-                     names: set[str] | None = None) -> tuple[list[tuple[str, float]], dict[str, str]]:
+                     ) -> tuple[list[tuple[str, float]], dict[str, str]]:
     """Sessions ranked by RRF (k = ``cfg.rrf_k``) of these lists:
 
     * ``lexical``: Okapi BM25 of the session documents (date in words + all turn texts), or
       the session's best 3 bm25 turn hits summed when the scope has no session corpus;
     * ``best_turn``: the session's best fused turn score;
-    * ``best_<vector channel>``: the session's closest turn. With ``cfg.session_unnamed`` and
-      a query naming transcript speakers (``names``: "Caroline: …" turns), the vector channels
-      are rerun without those names: every turn of a chat transcript starts with a speaker's
-      name, so a name in the query makes short, empty turns ("Caroline: Hey, Mel!") the nearest
-      in every session, while BM25 discounts the name as a common word (LoCoMo dev session
-      recall_any@5 92.6 → 95.1; bench/RESULTS.md);
+    * ``best_<vector channel>``: the session's closest turn (the vector channels embed the query
+      without the transcript speakers it names, see :func:`vector_query`);
     * ``date``: when the query names a calendar day ("on 3 June, 2023"), the sessions with a
       turn within ``cfg.session_date_days`` of it, nearest first (95.1 → 95.5).
     """
@@ -190,9 +193,6 @@ def _session_ranking(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, scor
         vec = [n for n in channel_hits if n.startswith("vector")]
         for name in vec:
             lists[f"best_{name}"] = _best_per_session(channel_hits[name], groups)
-        if cfg.session_unnamed and names:
-            for name, hits in _unnamed_vector_lists(mem, q, scope, cfg, names, vec, groups).items():
-                lists[f"best_{name}"] = hits
         if cfg.session_date_days > 0:
             dated = _date_list(mem, q, scope, cfg.session_date_days, groups)
             if dated:
@@ -207,8 +207,9 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
     """The whole ranking, with everything needed to explain it."""
     now = time.time() if now is None else now
     q = build(query, now=now)
+    vq = vector_query(mem, q, scope, now) if cfg.unnamed_vectors else q
     pre: dict[str, dict[str, Any]] = {}
-    chans = gather(mem, q, scope, cfg, pre)
+    chans = gather(mem, q, scope, cfg, pre, vector_query=vq)
     hits = {n: c.hits for n, c in chans.items() if c.available and c.hits}
     fused, det = rk.rrf(hits, cfg.weights, k=cfg.rrf_k)
     fused = rk.agreement_bonus(fused, det, cfg.agreement, counted=[c for c in hits if c != "recency"])
@@ -236,12 +237,7 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
         fused, parts = rk.spread(fused, groups, nb_of, session_weight=0.0, neighbour_weight=cfg.neighbour_weight)
         for t, p in parts.items():
             details.setdefault(t, {"channels": det.get(t, {}), "boosts": {}, "evidence": {}})["evidence"].update(p)
-    # chat transcripts ("Name: …"): the speakers the query names
-    qwords = set(q.all_words)
-    speakers = {t: m.group(1) for t, row in meta.items() if t in fused
-                and (m := _SPEAKER.match(row.get("request") or ""))}
-    named = {s for s in speakers.values() if s.split()[0].lower() in qwords}
-    sessions, best_turn = _session_ranking(mem, q, scope, cfg, fused, groups, hits, named)
+    sessions, best_turn = _session_ranking(mem, q, scope, cfg, fused, groups, hits)
     if cfg.session_weight and sessions:
         srank = {g: i for i, (g, _) in enumerate(sessions, start=1)}
         for t in fused:
@@ -251,6 +247,10 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
                 fused[t] += add
                 details[t]["evidence"]["session"] = {"rank": r, "added": round(add, 6)}
     # boosts
+    qwords = set(q.all_words)
+    speakers = {t: m.group(1) for t, row in meta.items() if t in fused
+                and (m := _SPEAKER.match(row.get("request") or ""))}
+    named = {s for s in speakers.values() if s.split()[0].lower() in qwords}
     final: dict[str, float] = {}
     for t, s in fused.items():
         row = meta[t]
