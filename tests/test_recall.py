@@ -303,3 +303,33 @@ def test_head_and_tail_counts_tokens_honestly():
     assert head_and_tail("a b c d e f", 2, 1) == "a b … f"
     cut = head_and_tail("数据库迁移" * 40, 10, 4)
     assert cut.startswith("数据库迁移数据库迁移") and cut.endswith("库迁移") and count_tokens(cut) == 15
+
+
+def test_bm25_ranks_first_then_checks_scope_and_equals_the_join(mem, monkeypatch):
+    """The cheap path (rank the matches, then check the scope of the best few) returns exactly
+    what joining every match with its turn returns, and learns when a scope is too small for it."""
+    from remem.recall import channels
+
+    mem.add_turns([TurnIn(request=f"kiwi orchard note {i}" + " kiwi" * (i % 4), owner="big", agent="codex",
+                          source_key=f"b{i}") for i in range(120)]
+                  + [TurnIn(request=f"kiwi harvest plan {i}", owner="small", agent="codex", source_key=f"s{i}")
+                     for i in range(4)])
+    channels._IN_SCOPE.clear()
+    calls = []
+    real = channels._fts_first
+    monkeypatch.setattr(channels, "_fts_first", lambda *a: calls.append(real(*a)) or calls[-1])
+
+    def joined(scope, limit):
+        with monkeypatch.context() as m:
+            m.setattr(channels, "_fts_first", lambda *a: None)
+            return channels.fts(mem.db, scope, '"kiwi"', limit)
+
+    big, small = Scope.of("big"), Scope.of("small")
+    assert channels.fts(mem.db, big, '"kiwi"', 10) == joined(big, 10) and calls[-1] is not None
+    got = channels.fts(mem.db, small, '"kiwi"', 3)
+    assert got == joined(small, 3) and len(got) == 3
+    assert calls[-1] is None  # the best matches overall were the other owner's: it fell back to the join
+    assert all(t in {r[0] for r in mem.db.execute("SELECT id FROM turns WHERE owner='small'")} for t, _ in got)
+    n = len(calls)
+    assert channels.fts(mem.db, small, '"kiwi"', 3) == got and calls[-1] is None and len(calls) == n + 1
+    assert channels._IN_SCOPE[(channels.db_path(mem.db), small)] < channels.FTS_FIRST_SHARE

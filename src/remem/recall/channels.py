@@ -131,15 +131,53 @@ def fts(db: sqlite3.Connection, scope: Scope, expr: str, limit: int, *, since: f
     if until is not None:
         extra += " AND coalesce(t.ended_at, t.started_at, t.created_at) < ?"
         args.append(until)
-    sql = (f"SELECT t.id, bm25(turns_fts, 3.0, 1.5, 0.8, 2.0, 2.0) AS s FROM turns_fts "
+    sql = (f"SELECT t.id, {_BM25} AS s FROM turns_fts "
            f"JOIN turns t ON t.rowid = turns_fts.rowid WHERE turns_fts MATCH ? AND {where} AND t.deleted = 0"
            f"{extra} ORDER BY " + ("turns_fts.rowid DESC" if newest else "s, t.rowid") + " LIMIT ?")
     try:
+        if not extra and not newest:
+            got = _fts_first(db, scope, expr, limit)
+            if got is not None:
+                return got
         hits = [(r[0], -float(r[1])) for r in db.execute(sql, [expr, *params, *args, limit])]
         return sorted(hits, key=lambda h: -h[1]) if newest else hits
     except sqlite3.OperationalError as e:
         log.debug("fts query rejected: %s", e)
         return []
+
+
+_BM25 = "bm25(turns_fts, 3.0, 1.5, 0.8, 2.0, 2.0)"
+# Ranking the matches first and checking the scope of the best few after is a third of the
+# cost of joining every match with its turn (21 → 7 ms for 7,000 matches at 100k turns), when
+# the scope holds most of the store (one developer's memory). Per scope, the share of ranked
+# matches found in it last time decides whether to try that way first.
+_IN_SCOPE: dict[tuple[object, ...], float] = {}
+FTS_FIRST_SHARE = 0.3
+
+
+def _fts_first(db: sqlite3.Connection, scope: Scope, expr: str, limit: int) -> list[tuple[str, float]] | None:
+    """The scope's best ``limit`` matches, from the best matches overall; None when too few of
+    those are in scope (the caller then joins every match with its turn)."""
+    key = (db_path(db), scope)
+    share = _IN_SCOPE.get(key, 1.0)
+    if share < FTS_FIRST_SHARE:
+        return None
+    want = min(8 * limit, int(limit / share * 1.5) + 8)
+    ranked = db.execute(f"SELECT rowid, {_BM25} AS s FROM turns_fts WHERE turns_fts MATCH ? ORDER BY s, rowid "
+                        f"LIMIT ?", (expr, want)).fetchall()
+    if not ranked:
+        return []
+    where, params = scope.sql(by_key=True)
+    marks = ",".join("?" * len(ranked))
+    ids = dict(db.execute(f"SELECT rowid, id FROM turns WHERE rowid IN ({marks}) AND {where} AND deleted = 0",
+                          [r[0] for r in ranked] + list(params)).fetchall())
+    if len(_IN_SCOPE) > 256:
+        _IN_SCOPE.clear()
+    _IN_SCOPE[key] = len(ids) / len(ranked)
+    hits = [(ids[r], -float(sc)) for r, sc in ranked if r in ids]
+    if len(hits) >= limit or len(ranked) < want:  # enough, or every match was ranked
+        return hits[:limit]
+    return None
 
 
 def scope_corpus(db: sqlite3.Connection, scope: Scope, max_docs: int | None = None) -> okapi.ScopeCorpus | None:
