@@ -333,3 +333,26 @@ def test_bm25_ranks_first_then_checks_scope_and_equals_the_join(mem, monkeypatch
     n = len(calls)
     assert channels.fts(mem.db, small, '"kiwi"', 3) == got and calls[-1] is None and len(calls) == n + 1
     assert channels._IN_SCOPE[(channels.db_path(mem.db), small)] < channels.FTS_FIRST_SHARE
+
+
+def test_large_store_word_query_keeps_rare_words_within_a_budget(mem, monkeypatch):
+    """Past PRUNE_FROM turns the bm25 expression leaves out what costs most and tells least."""
+    from remem.recall import channels
+    from remem.recall.config import DEFAULT
+
+    mem.add_turns([TurnIn(request=f"shared zq{i}" + (" pairword" if i < 2 else ""), owner="default",
+                          agent="codex", source_key=f"w{i}") for i in range(40)])
+    monkeypatch.setattr(channels, "PRUNE_FROM", 10)
+
+    def expr(text):
+        return channels.word_query(query.build(text), DEFAULT, mem.db)
+
+    # "shared" is in every turn (over COMMON_DF), "nosuchword" in none: both left out
+    assert expr("shared pairword zq5 nosuchword") == ('"pairword" OR "zq5"', False)
+    assert expr("zq5_pairword") == ('"zq5" OR "pairword"', False)       # split into its parts, not a phrase
+    assert expr("shared") == ('"shared"', True)                          # only common words: AND, newest first
+    monkeypatch.setattr(channels, "POSTINGS_BUDGET", 2)
+    assert expr("pairword zq5") == ('"zq5"', False)                      # the rarest fit the budget
+    assert expr("pairword") == ('"pairword"', False)                     # the rarest is always kept
+    monkeypatch.setattr(channels, "PRUNE_FROM", 10 ** 6)
+    assert expr("shared pairword") == ('"shar"* OR "pairword"', False)  # a small store keeps every word (stems)

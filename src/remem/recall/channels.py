@@ -71,6 +71,7 @@ def stem(word: str) -> str:
 _TOKEN = re.compile(r"[^\W_]+")  # what unicode61 keeps as one token: letters and digits
 COMMON_DF = 0.05     # a word in over 5 % of all turns ranks little (IDF < 3) but costs the most
 PRUNE_FROM = 20_000  # below this many turns every word is cheap
+POSTINGS_BUDGET = 30_000  # … and above it the rarest words are kept while their postings fit this
 
 
 def word_expression(q: Query, cfg: RecallConfig, db: sqlite3.Connection | None = None) -> str:
@@ -78,13 +79,15 @@ def word_expression(q: Query, cfg: RecallConfig, db: sqlite3.Connection | None =
 
 
 def word_query(q: Query, cfg: RecallConfig, db: sqlite3.Connection | None = None) -> tuple[str, bool]:
-    """(FTS expression, made only of common words) for the bm25 channel: words (or prefixes of their stems) and CJK terms. for the bm25 channel: words (or prefixes of their stems) and CJK terms.
+    """(FTS expression, made only of common words) for the bm25 channel: words (or prefixes of their stems) and CJK terms.
 
     In a large store (PRUNE_FROM turns) the expression is kept cheap, because FTS5 scores every
     posting of every term: words found in over COMMON_DF of all turns are left out (when every
     word is that common, the three rarest must all match, AND, and the second value is True); a word the index splits
     (``snake_case``, ``pkg.module``) is queried by its rare parts, not as a phrase of all of them;
-    and a stem is matched as a word, not as a prefix that may expand to hundreds of terms.
+    a stem is matched as a word, not as a prefix that may expand to hundreds of terms; and the
+    rarest words are kept while their postings fit POSTINGS_BUDGET, so the cost stays bounded
+    as the store grows.
     """
     words = q.words if cfg.stop_words else list(dict.fromkeys(q.all_words))[:24]
     joiner, prefixes = " OR ", cfg.stem_prefix
@@ -99,7 +102,7 @@ def word_query(q: Query, cfg: RecallConfig, db: sqlite3.Connection | None = None
             seen = [w for w in words if df.get(w, 0)]  # exact terms: an unseen word matches nothing
             rare = [w for w in seen if df[w] <= COMMON_DF * n]
             if rare or not seen:
-                words = rare
+                words = _within_budget(rare, df)
             else:
                 words, joiner = sorted(seen, key=lambda w: df[w])[:3], " AND "
     parts = []
@@ -111,6 +114,19 @@ def word_query(q: Query, cfg: RecallConfig, db: sqlite3.Connection | None = None
     cjk = q.fts.split(" OR ") if q.cjk_runs else []
     parts += [p for p in cjk if p.startswith("cjk :")]
     return " OR ".join(dict.fromkeys(parts)), False
+
+
+def _within_budget(words: list[str], df: dict[str, int]) -> list[str]:
+    """The rarest of ``words`` whose postings together fit POSTINGS_BUDGET (the rarest always),
+    in query order: FTS5 scores every posting, and the words left out weigh the least (lowest IDF)."""
+    kept: set[str] = set()
+    total = 0
+    for w in sorted(words, key=lambda w: df[w]):
+        if kept and total + df[w] > POSTINGS_BUDGET:
+            break
+        kept.add(w)
+        total += df[w]
+    return [w for w in words if w in kept]
 
 
 def fts(db: sqlite3.Connection, scope: Scope, expr: str, limit: int, *, since: float | None = None,
