@@ -124,7 +124,7 @@ class VectorIndex:
         self.lock = threading.Lock()
         self.center: np.ndarray | None = None          # mean vector the sketch is taken around
         self.center_rows = 0                           # live rows when it was taken
-        self.sketch: list[np.ndarray] = []             # per block: (words, rows) uint64 sign bits
+        self.sketch = np.zeros((0, 0), dtype=np.uint64)  # (words, slots) sign bits, one array
 
     # -- building ------------------------------------------------------------------------
     def _grow_meta(self, need: int) -> None:
@@ -160,7 +160,7 @@ class VectorIndex:
         self.meta[slot] = (self.owners.code(owner), self.agents.code(agent), self.projects.code(project))
         self.alive[slot] = True
         if self.center is not None:
-            self._sketch_rows(slot // BLOCK, slot % BLOCK, slot % BLOCK + 1)
+            self._sketch_rows(slot, slot + 1)
 
     def _drop(self, row_id: str) -> None:
         slot = self.slot_of.pop(row_id, None)
@@ -205,15 +205,15 @@ class VectorIndex:
             bits = np.pad(bits, ((0, 0), (0, pad)))
         return np.ascontiguousarray(bits.view(np.uint64).T)
 
-    def _sketch_rows(self, b: int, lo: int, hi: int) -> None:
-        while len(self.sketch) <= b:
-            self.sketch.append(np.zeros(((self.dim + 63) // 64, 0), dtype=np.uint64))
-        sk = self.sketch[b]
-        if sk.shape[1] < hi:
-            grown = np.zeros((sk.shape[0], len(self.blocks[b])), dtype=np.uint64)
-            grown[:, : sk.shape[1]] = sk
-            self.sketch[b] = sk = grown
-        sk[:, lo:hi] = self._signs(self.blocks[b][lo:hi])
+    def _sketch_rows(self, lo: int, hi: int) -> None:
+        """Sketch slots ``lo``–``hi`` (within one block), growing the sketch by a quarter at a time."""
+        if self.sketch.shape[1] < hi:
+            grown = np.zeros(((self.dim + 63) // 64, max(hi, int(self.sketch.shape[1] * 1.25) + BLOCK)),
+                             dtype=np.uint64)
+            grown[:, : self.sketch.shape[1]] = self.sketch
+            self.sketch = grown
+        b = lo // BLOCK
+        self.sketch[:, lo:hi] = self._signs(self.blocks[b][lo - b * BLOCK: hi - b * BLOCK])
 
     def _build_sketch(self) -> None:
         """Take the centre from the live rows and sketch every row (again when the index has
@@ -224,23 +224,19 @@ class VectorIndex:
             total += blk.sum(axis=0, dtype=np.float64)  # dropped rows are zeroed: they add nothing
         self.center = (total / max(live, 1)).astype(np.float32)
         self.center_rows = live
-        self.sketch = []
+        self.sketch = np.zeros(((self.dim + 63) // 64, self.n), dtype=np.uint64)
         for b in range(len(self.blocks)):
-            self._sketch_rows(b, 0, min(BLOCK, self.n - b * BLOCK))
+            self._sketch_rows(b * BLOCK, min(self.n, (b + 1) * BLOCK))
 
     def _approx(self, q: np.ndarray, mask: np.ndarray, rows: int, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Slots and exact scores of the candidates nearest ``q`` by sign-sketch Hamming distance."""
         if self.center is None or int(self.alive[: self.n].sum()) >= 2 * self.center_rows:
             self._build_sketch()
         qw = self._signs(q[None, :])[:, 0]
-        dist = np.empty(self.n, dtype=np.int32)
-        for b, sk in enumerate(self.sketch):
-            lo = b * BLOCK
-            hi = min(self.n, lo + BLOCK)
-            d = np.bitwise_count(sk[0, : hi - lo] ^ qw[0]).astype(np.int32)
-            for w in range(1, len(qw)):
-                d += np.bitwise_count(sk[w, : hi - lo] ^ qw[w])
-            dist[lo:hi] = d
+        sk = self.sketch[:, : self.n]
+        dist = np.bitwise_count(sk[0] ^ qw[0]).astype(np.int32)
+        for w in range(1, len(qw)):
+            dist += np.bitwise_count(sk[w] ^ qw[w])
         dist[~mask] = np.iinfo(np.int32).max
         c = min(rows, max(k, CANDIDATES_MIN, OVERSAMPLE * k, min(CANDIDATES_MAX, int(rows * CANDIDATE_SHARE))))
         cand = np.sort(np.argpartition(dist, c - 1)[:c]) if c < self.n else np.arange(self.n)
@@ -326,7 +322,7 @@ class VectorIndex:
 
     def memory_bytes(self) -> dict[str, int]:
         vec = sum(b.nbytes for b in self.blocks)
-        meta = self.meta.nbytes + self.alive.nbytes + sum(s.nbytes for s in self.sketch)
+        meta = self.meta.nbytes + self.alive.nbytes + self.sketch.nbytes
         ids = sum(len(r) + 49 for r in self.row_ids if r) + 8 * len(self.row_ids)
         slots = len(self.slot_of) * 60  # dict entry (hash, key, value) + a small int, roughly
         raw = int((self.alive[: self.n]).sum()) * self.dim * 4
