@@ -356,3 +356,54 @@ def test_large_store_word_query_keeps_rare_words_within_a_budget(mem, monkeypatc
     assert expr("pairword") == ('"pairword"', False)                     # the rarest is always kept
     monkeypatch.setattr(channels, "PRUNE_FROM", 10 ** 6)
     assert expr("shared pairword") == ('"shar"* OR "pairword"', False)  # a small store keeps every word (stems)
+
+
+def test_same_error_newest_first_exact_before_type_and_bounded(mem):
+    """The structural channel: the same signature ranks above the same error type, newest first
+    within each, read from the (signature, time) index; a turn's time change follows it."""
+    from remem.store import recall as recrepo
+
+    def failed(i, err, t):
+        return TurnIn(request=f"run job {i}", reply="failed", owner="default", agent="codex", status="failed",
+                      session_id=f"e{i}", started_at=t, ended_at=t + 1, source_key=f"err{i}",
+                      actions=[ToolCall("Bash", "python job.py", err, True)])
+
+    sig = "KeyError: token"
+    mem.add_turns([failed(i, sig, NOW - 1000 + i) for i in range(30)]
+                  + [failed(100 + i, "KeyError: user", NOW + i) for i in range(5)]
+                  + [TurnIn(request="other owner", reply="failed", owner="eve", agent="codex", status="failed",
+                            ended_at=NOW + 99, source_key="eve", actions=[ToolCall("Bash", "x", sig, True)])])
+    [exact] = {s for (s,) in mem.db.execute("SELECT sig FROM turn_errors WHERE sig = 'KeyError: token'")}
+    hits = recrepo.by_error(mem.db, mem.scope(), [exact], 8)
+    rows = {r["id"]: r for r in mem.db.execute("SELECT id, owner, ended_at, request FROM turns")}
+    assert len(hits) == 8 and all(rows[t]["owner"] == "default" for t, _ in hits)
+    assert [s for _, s in hits] == [2.0] * 8  # 30 exact matches fill the limit before any same-type one
+    assert [rows[t]["request"] for t, _ in hits] == [f"run job {i}" for i in range(29, 21, -1)]
+    assert {rows[t]["request"] for t, s in recrepo.by_error(mem.db, mem.scope(), [exact], 40) if s == 1.0} == {
+        f"run job {100 + i}" for i in range(5)}
+    oldest = next(t for t, r in rows.items() if r["request"] == "run job 0")
+    mem.db.execute("UPDATE turns SET ended_at = ? WHERE id = ?", (NOW + 500, oldest))
+    assert recrepo.by_error(mem.db, mem.scope(), [exact], 1)[0][0] == oldest
+
+
+def test_error_time_migration_backfills(tmp_path):
+    """m006 on a store written before it: every signature gets its turn's time."""
+    import sqlite3
+
+    from remem.store import migrations
+
+    db = sqlite3.connect(tmp_path / "old.db", isolation_level=None)
+    db.row_factory = sqlite3.Row
+    before = [m for m in migrations.MIGRATIONS if m.__name__ < "m006"]
+    saved = list(migrations.MIGRATIONS)
+    try:
+        migrations.MIGRATIONS[:] = before
+        migrations.migrate(db)
+        db.execute("INSERT INTO turns (id, source_key, owner, agent, request, reply, error_sigs, ended_at, "
+                   "created_at, updated_at, content_hash) "
+                   "VALUES ('t1', 'k1', 'o', 'a', 'r', 'x', '[\"ValueError: bad\"]', 123.0, 100.0, 100.0, 'h')")
+        assert db.execute("SELECT count(*) FROM turn_errors").fetchone()[0] == 1
+    finally:
+        migrations.MIGRATIONS[:] = saved
+    assert migrations.migrate(db) == ["m006_error_time"]
+    assert db.execute("SELECT sig, head, at FROM turn_errors").fetchone()[:] == ("ValueError: bad", "ValueError", 123.0)

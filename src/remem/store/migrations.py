@@ -355,3 +355,40 @@ def m005_fts_automerge(db: sqlite3.Connection) -> None:
     """Merge FTS segments in larger steps: fewer merges per bulk insert (measured ~10–20 % faster
     imports, bench/write_throughput.py), queries unaffected once the index settles."""
     db.execute("INSERT INTO turns_fts(turns_fts, rank) VALUES ('automerge', 8)")
+
+
+@migration
+def m006_error_time(db: sqlite3.Connection) -> None:
+    """Error signatures carry their turn's time, indexed by signature and by error type, so
+    "the same error before" reads the newest matches from the index instead of joining and
+    sorting every turn that ever had that error (a common error type has thousands)."""
+    script(
+        db,
+        """
+        ALTER TABLE turn_errors ADD COLUMN at REAL NOT NULL DEFAULT 0;
+        UPDATE turn_errors SET at = coalesce(
+            (SELECT coalesce(t.ended_at, t.created_at) FROM turns t WHERE t.id = turn_errors.turn_id), 0);
+        DROP INDEX turn_errors_head;
+        CREATE INDEX turn_errors_sig_at ON turn_errors(sig, at);
+        CREATE INDEX turn_errors_head_at ON turn_errors(head, at);
+        DROP TRIGGER turn_errors_ai;
+        DROP TRIGGER turn_errors_au;
+        CREATE TRIGGER turn_errors_ai AFTER INSERT ON turns WHEN new.error_sigs != '[]' BEGIN
+            INSERT OR IGNORE INTO turn_errors (sig, head, turn_id, owner, at)
+                SELECT value, trim(substr(value, 1, instr(value || ':', ':') - 1)), new.id, new.owner,
+                       coalesce(new.ended_at, new.created_at)
+                FROM json_each(new.error_sigs);
+        END;
+        CREATE TRIGGER turn_errors_au AFTER UPDATE OF error_sigs ON turns BEGIN
+            DELETE FROM turn_errors WHERE turn_id = old.id;
+            INSERT OR IGNORE INTO turn_errors (sig, head, turn_id, owner, at)
+                SELECT value, trim(substr(value, 1, instr(value || ':', ':') - 1)), new.id, new.owner,
+                       coalesce(new.ended_at, new.created_at)
+                FROM json_each(new.error_sigs);
+        END;
+        CREATE TRIGGER turn_errors_time AFTER UPDATE OF ended_at, created_at ON turns
+        WHEN new.error_sigs != '[]' BEGIN
+            UPDATE turn_errors SET at = coalesce(new.ended_at, new.created_at) WHERE turn_id = new.id;
+        END;
+        """
+    )

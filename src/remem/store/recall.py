@@ -92,22 +92,25 @@ def recent(db: sqlite3.Connection, scope: Scope, limit: int, *, since: float | N
 
 
 def by_error(db: sqlite3.Connection, scope: Scope, sigs: list[str], limit: int) -> list[tuple[str, float]]:
-    """Turns that failed with the same error signature (exact: 2 points) or the same error type (1)."""
+    """Turns that failed with the same error signature (exact: 2 points) or the same error type
+    (1), newest first within each; read newest first from the (signature, time) and (type, time)
+    indexes, so a common error costs ``limit`` rows, not all of its turns."""
     if not sigs:
         return []
     where, params = scope.sql("t")
     heads = list(dict.fromkeys(s.split(":", 1)[0].strip() for s in sigs))
     scores: dict[str, float] = {}
     when: dict[str, float] = {}
-    sm, hm = ",".join("?" * len(sigs)), ",".join("?" * len(heads))
-    sql = (f"SELECT t.id, max(CASE WHEN e.sig IN ({sm}) THEN 2.0 ELSE 1.0 END) AS s, "
-           f"coalesce(t.ended_at, t.created_at) AS w FROM turn_errors e JOIN turns t ON t.id = e.turn_id "
-           f"WHERE (e.sig IN ({sm}) OR e.head IN ({hm})) AND {where} AND t.deleted = 0 "
-           f"GROUP BY t.id ORDER BY s DESC, w DESC LIMIT ?")
-    for r in db.execute(sql, [*sigs, *sigs, *heads, *params, limit]):
-        scores[r[0]] = float(r[1])
-        when[r[0]] = float(r[2] or 0)
-    return sorted(scores.items(), key=lambda kv: (-kv[1], -when[kv[0]]))
+    for col, keys, points in (("sig", list(dict.fromkeys(sigs)), 2.0), ("head", heads, 1.0)):
+        for key in keys:
+            sql = (f"SELECT t.id, e.at FROM turn_errors e JOIN turns t ON t.id = e.turn_id "
+                   f"WHERE e.{col} = ? AND {where} AND t.deleted = 0 ORDER BY e.at DESC LIMIT ?")
+            for tid, at in db.execute(sql, [key, *params, limit]):
+                if scores.get(tid, 0.0) < points:
+                    scores[tid] = points
+                when[tid] = max(when.get(tid, 0.0), float(at or 0))
+    order = sorted(scores, key=lambda t: (-scores[t], -when[t]))[:limit]
+    return [(t, scores[t]) for t in order]
 
 
 def fixes_after(db: sqlite3.Connection, scope: Scope, row: dict[str, Any], limit: int = 2) -> list[dict[str, Any]]:
