@@ -407,3 +407,23 @@ def test_error_time_migration_backfills(tmp_path):
         migrations.MIGRATIONS[:] = saved
     assert migrations.migrate(db) == ["m006_error_time"]
     assert db.execute("SELECT sig, head, at FROM turn_errors").fetchone()[:] == ("ValueError: bad", "ValueError", 123.0)
+
+
+def test_turn_count_is_exact_when_small_and_not_recounted_after_every_write_when_large(mem, monkeypatch):
+    from remem.store import entities
+
+    def add(n, tag):
+        mem.add_turns([TurnIn(request=f"note {tag} {i}", owner="default", agent="codex", session_id=f"{tag}{i % 2}",
+                              source_key=f"{tag}{i}") for i in range(n)])
+
+    monkeypatch.setattr(entities, "EXACT_UP_TO", 5)
+    add(3, "a")
+    assert entities.turn_count(mem.db, mem.scope()) == 3
+    add(1, "b")
+    assert entities.turn_count(mem.db, mem.scope()) == 4          # small: exact after every write
+    add(6, "c")
+    assert entities.turn_count(mem.db, mem.scope()) == 10         # large: from the sessions' counts
+    add(4, "d")
+    assert entities.turn_count(mem.db, mem.scope()) == 10         # … not recounted for every new turn
+    monkeypatch.setattr(entities, "SESSIONS_TTL", 0.0)
+    assert entities.turn_count(mem.db, mem.scope()) == 14         # … but once the cache has aged

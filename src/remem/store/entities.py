@@ -97,18 +97,21 @@ def mention_counts(db: sqlite3.Connection, ids: list[int]) -> dict[int, int]:
 
 
 EXACT_UP_TO = 5_000   # scopes up to this size are counted exactly
+SESSIONS_TTL = 600.0  # … larger ones from the sessions' counts, re-read every ten minutes
 
 
 def turn_count(db: sqlite3.Connection, scope: Scope) -> int:
-    """Turns in scope, for IDF weights: exact up to EXACT_UP_TO, above that the sessions' turn
-    counts (one row per session, far cheaper than counting turns). Cached until the next write
-    (deletions: within a minute)."""
-    def count() -> int:
-        direct = count_upto(db, scope, EXACT_UP_TO)
-        if direct < EXACT_UP_TO:
-            return direct
-        where, params = scope.sql()
-        n = db.execute(f"SELECT coalesce(sum(turn_count), 0) FROM sessions WHERE {where}", params).fetchone()[0]
-        return max(int(n), EXACT_UP_TO)
+    """Turns in scope, for IDF weights: exact up to EXACT_UP_TO (cached until the next write),
+    above that the sessions' turn counts (one row per session, far cheaper than counting turns),
+    cached for SESSIONS_TTL seconds whatever is written: a live turn start must not pay for a
+    recount after every turn end, and a few new turns barely move an IDF."""
+    direct = int(until_write(db, ("turn_count", scope), lambda: count_upto(db, scope, EXACT_UP_TO)))
+    if direct < EXACT_UP_TO:
+        return direct
 
-    return int(until_write(db, ("turn_count", scope), count))
+    def sessions_sum() -> int:
+        where, params = scope.sql()
+        return int(db.execute(f"SELECT coalesce(sum(turn_count), 0) FROM sessions WHERE {where}", params).fetchone()[0])
+
+    return max(int(until_write(db, ("session_turns", scope), sessions_sum, SESSIONS_TTL, any_write=False)),
+               EXACT_UP_TO)

@@ -137,10 +137,12 @@ def session_turns(db: sqlite3.Connection, scope: Scope, owner: str, agent: str, 
 _STAMPED: dict[tuple[Any, ...], tuple[Any, float]] = {}
 
 
-def until_write(db: sqlite3.Connection, key: tuple[Any, ...], compute: Callable[[], Any], ttl: float = 60.0) -> Any:
+def until_write(db: sqlite3.Connection, key: tuple[Any, ...], compute: Callable[[], Any], ttl: float = 60.0,
+                *, any_write: bool = True) -> Any:
     """``compute()`` cached per database, ``key`` and newest turn rowid: new turns recompute at
-    once, deletions (which keep the newest rowid) within ``ttl`` seconds."""
-    top = int(db.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0])
+    once, deletions (which keep the newest rowid) within ``ttl`` seconds. ``any_write=False``:
+    new turns too wait for ``ttl`` (for statistics a few new turns barely move)."""
+    top = int(db.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0]) if any_write else 0
     k = (db_path(db), *key, top)
     now = time.monotonic()
     got = _STAMPED.get(k)
