@@ -427,3 +427,23 @@ def test_turn_count_is_exact_when_small_and_not_recounted_after_every_write_when
     assert entities.turn_count(mem.db, mem.scope()) == 10         # … not recounted for every new turn
     monkeypatch.setattr(entities, "SESSIONS_TTL", 0.0)
     assert entities.turn_count(mem.db, mem.scope()) == 14         # … but once the cache has aged
+
+
+def test_substring_channel_keeps_to_what_bm25_cannot_see_in_bigger_stores(mem, monkeypatch):
+    from remem.recall import channels
+    from remem.recall.config import DEFAULT
+
+    mem.add_turns([TurnIn(request=f"refactor load_configuration in settings module {i}", owner="default",
+                          agent="codex", source_key=f"s{i}") for i in range(6)]
+                  + [TurnIn(request="数据库迁移脚本失败", owner="default", agent="codex", source_key="zh")])
+    mem.index_pending(embed=False)
+
+    def chan(text):
+        return channels.ch_substring(mem, query.build(text), mem.scope(), DEFAULT)
+
+    assert chan("settings module").hits                         # a small store: every long word
+    monkeypatch.setattr(channels, "SUBSTRING_FROM", 5)
+    whole = chan("settings module")
+    assert not whole.hits and "partial identifiers" in whole.reason  # whole words are bm25's job
+    assert chan("load_configur").hits                           # a partial identifier bm25 cannot see
+    assert chan("数据库迁移").hits                                  # CJK runs stay

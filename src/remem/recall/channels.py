@@ -71,6 +71,7 @@ def stem(word: str) -> str:
 _TOKEN = re.compile(r"[^\W_]+")  # what unicode61 keeps as one token: letters and digits
 COMMON_DF = 0.05     # a word in over 5 % of all turns ranks little (IDF < 3) but costs the most
 PRUNE_FROM = 20_000  # below this many turns every word is cheap
+SUBSTRING_FROM = 5_000  # the trigram channel keeps to what bm25 cannot see from here (≈50 ms at 10k turns)
 POSTINGS_BUDGET = 30_000  # … and above it the rarest words are kept while their postings fit this
 
 
@@ -246,7 +247,7 @@ def ch_substring(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Chann
     from ..store import turns as turnrepo
 
     expr = q.trigram
-    if expr and recrepo.doc_freqs(mem.db, [])[0] >= PRUNE_FROM:
+    if expr and recrepo.doc_freqs(mem.db, [])[0] >= SUBSTRING_FROM:
         # in a large store whole words are the bm25 channel's job (a trigram query reads the
         # postings of every trigram, common ones included); trigram keeps what bm25 cannot see:
         # identifiers with a part the word index has never seen (partial names) and CJK runs
@@ -255,7 +256,7 @@ def ch_substring(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Chann
         partial = [i for i, ts in parts.items() if not ts or any(not df.get(t) for t in ts)]
         expr = " OR ".join(quote(t) for t in [*partial, *(r for r in q.cjk_runs if len(r) >= 3)])
         if not expr:
-            return Channel("substring", reason="no partial identifiers or CJK in the query (large store)")
+            return Channel("substring", reason="no partial identifiers or CJK in the query (store of 5k+ turns)")
     if not expr:
         if q.short:
             # 1–2 character terms (e.g. one CJK word) are below the trigram index: scan newest rows
