@@ -159,7 +159,7 @@ def _session_ranking(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, scor
     * ``best_<vector channel>``: the session's closest turn (the vector channels embed the query
       without the transcript speakers it names, see :func:`vector_query`);
     * ``date``: when the query names a calendar day ("on 3 June, 2023"), the sessions with a
-      turn within ``cfg.session_date_days`` of it, nearest first (95.1 → 95.5).
+      turn within ``cfg.session_date_days`` of it, nearest first (LoCoMo dev sessions +1 point).
     """
     best: dict[str, tuple[str, float]] = {}
     for tid, s in scores.items():
