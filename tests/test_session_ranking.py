@@ -93,3 +93,18 @@ def test_plain_presets_keep_plain_sessions():
     for name in ("bm25", "vector", "bm25-reference", "only:bm25,vector"):
         cfg = preset(name)
         assert not cfg.unnamed_vectors and cfg.session_date_days == 0
+
+
+def test_transcript_speakers_are_names_that_open_turns_not_coding_openers():
+    from remem.recall.okapi import ScopeCorpus
+
+    def corpus(requests):
+        return ScopeCorpus([(f"t{i}", "s", r, "", "", None) for i, r in enumerate(requests)])
+
+    two = corpus([f"{n}: line {i}" for i in range(10) for n in ("Caroline", "Melanie")])
+    assert two.speakers == {"Caroline", "Melanie"}
+    names = ["Ann", "Bo", "Cy", "Di", "Ed", "Flo", "Gus"]  # a group chat: each voice under 20 %
+    assert corpus([f"{names[i % 7]}: hi {i}" for i in range(70)]).speakers == set(names)
+    coding = corpus(["Error: build fails on main", "Fix: the flaky test"] + [f"refactor module {i}" for i in range(30)])
+    assert coding.speakers == set()
+    assert corpus(["Note: once", "plain"]).speakers == set()  # one turn is no speaker

@@ -73,7 +73,9 @@ def session_date_words(ts: float | None) -> str:
 
 
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30})?):\s")
-SPEAKER_SHARE = 0.2  # a "Name:" opening at least this share of a scope's turns marks a transcript speaker
+SPEAKER_SHARE = 0.2   # a "Name:" opening at least this share of a scope's turns marks a transcript speaker;
+TRANSCRIPT_SHARE = 0.8  # … in a transcript (this share of turns open with a name) every name of
+SPEAKER_MIN_SHARE = 0.02  # … at least this share is one (a group chat of many voices)
 
 
 class ScopeCorpus:
@@ -85,7 +87,8 @@ class ScopeCorpus:
             if m := _SPEAKER.match(r[2] or ""):
                 heads[m.group(1)] = heads.get(m.group(1), 0) + 1
         # chat transcripts ("Caroline: …" on every turn): who speaks; not "Error:" or "Fix:" openings
-        self.speakers = frozenset(n for n, c in heads.items() if c >= SPEAKER_SHARE * len(rows))
+        least = SPEAKER_MIN_SHARE if sum(heads.values()) >= TRANSCRIPT_SHARE * len(rows) else SPEAKER_SHARE
+        self.speakers = frozenset(n for n, c in heads.items() if c >= max(2, least * len(rows)))
         self.ids = [r[0] for r in rows]
         self.session_of = {r[0]: r[1] for r in rows}
         texts = ["\n".join(x for x in (r[2], r[3], r[4]) if x) for r in rows]

@@ -99,9 +99,9 @@ def vector_query(mem: Remem, q: Query, scope: Scope, now: float | None = None) -
     query makes the short, empty turns ("Caroline: Hey, Mel!") the nearest in every session,
     while BM25 discounts the name as a word of every document (LoCoMo dev: sessions by their
     closest turn 82.5 → 91.3 without the names; bench/RESULTS.md). Speakers are the names that
-    open at least ``okapi.SPEAKER_SHARE`` of the scope's turns (so "Error:" or "Fix:" openings
-    of coding prompts are not), known from the cached scope corpus before the model starts, so
-    the query is embedded once. Scopes without a corpus (past ``OKAPI_SESSION_MAX`` turns) keep
+    open at least ``okapi.SPEAKER_SHARE`` of the scope's turns, or ``SPEAKER_MIN_SHARE`` in a
+    transcript of many voices (so "Error:" or "Fix:" openings of coding prompts are not), known
+    from the cached scope corpus before the model starts, so the query is embedded once. Scopes without a corpus (past ``OKAPI_SESSION_MAX`` turns) keep
     the query as it is.
     """
     corp = scope_corpus(mem.db, scope, OKAPI_SESSION_MAX)
