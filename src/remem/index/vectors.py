@@ -32,7 +32,7 @@ BLOCK = 4096
 SPLIT_FROM = 8  # blocks (32k vectors): from here a search splits its scan over two threads
 APPROX_FROM = 20_000      # rows in scope: from here candidates come from the sign sketch …
 CANDIDATE_SHARE = 0.05    # … this share of the scope's rows, scored exactly, …
-CANDIDATES_MIN, CANDIDATES_MAX = 2_000, 25_000  # … within these bounds, …
+CANDIDATES_MIN, CANDIDATES_MAX = 2_000, 10_000  # … within these bounds, …
 OVERSAMPLE = 20           # … and at least this many per result asked for
 _POOLS: dict[str, Any] = {}
 _POOLS_LOCK = threading.Lock()
@@ -125,6 +125,8 @@ class VectorIndex:
         self.center: np.ndarray | None = None          # mean vector the sketch is taken around
         self.center_rows = 0                           # live rows when it was taken
         self.sketch = np.zeros((0, 0), dtype=np.uint64)  # (words, slots) sign bits, one array
+        self.version = 0                               # bumped by every write, for the scope masks
+        self._masks: dict[tuple[Scope, int], np.ndarray] = {}
 
     # -- building ------------------------------------------------------------------------
     def _grow_meta(self, need: int) -> None:
@@ -156,6 +158,7 @@ class VectorIndex:
             self.row_ids.append(row_id)
             self.slot_of[row_id] = slot
             self._grow_meta(self.n)
+        self.version += 1
         self.blocks[slot // BLOCK][slot % BLOCK] = v
         self.meta[slot] = (self.owners.code(owner), self.agents.code(agent), self.projects.code(project))
         self.alive[slot] = True
@@ -165,6 +168,7 @@ class VectorIndex:
     def _drop(self, row_id: str) -> None:
         slot = self.slot_of.pop(row_id, None)
         if slot is not None:
+            self.version += 1
             self.alive[slot] = False
             self.row_ids[slot] = None
             self.blocks[slot // BLOCK][slot % BLOCK] = 0.0
@@ -237,8 +241,8 @@ class VectorIndex:
         dist = np.bitwise_count(sk[0] ^ qw[0]).astype(np.int32)
         for w in range(1, len(qw)):
             dist += np.bitwise_count(sk[w] ^ qw[w])
-        dist[~mask] = np.iinfo(np.int32).max
         c = min(rows, max(k, CANDIDATES_MIN, OVERSAMPLE * k, min(CANDIDATES_MAX, int(rows * CANDIDATE_SHARE))))
+        dist[~mask] = np.iinfo(np.int32).max
         cand = np.sort(np.argpartition(dist, c - 1)[:c]) if c < self.n else np.arange(self.n)
         cand = cand[mask[cand]]
         scores = np.empty(len(cand), dtype=np.float32)
@@ -251,12 +255,21 @@ class VectorIndex:
 
     # -- querying ------------------------------------------------------------------------
     def _mask(self, scope: Scope) -> np.ndarray:
+        """Rows in ``scope`` (cached until the index changes: at 1M rows this costs milliseconds)."""
+        key = (scope, self.version)
+        if self._masks.get(key) is None:
+            if len(self._masks) > 16:
+                self._masks.clear()
+            self._masks[key] = self._scope_rows(scope)
+        return self._masks[key]
+
+    def _scope_rows(self, scope: Scope) -> np.ndarray:
         n = self.n
         meta, alive = self.meta[:n], self.alive[:n]
         own = [self.owners.ids[o] for o in scope.owners if o in self.owners.ids]
         if not own:
             return np.zeros(n, dtype=bool)
-        mask = alive & np.isin(meta[:, 0], own)
+        mask = alive & ((meta[:, 0] == own[0]) if len(own) == 1 else np.isin(meta[:, 0], own))
         if scope.agent:
             a = self.agents.ids.get(scope.agent)
             mask &= (meta[:, 1] == a) if a is not None else False
