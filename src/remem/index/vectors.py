@@ -384,12 +384,11 @@ def search_fields(db: sqlite3.Connection, scope: Scope, query: np.ndarray, model
         with idxs[f].lock:
             return idxs[f].search(query, scope, k)
 
-    first, *rest = fields or [""]
-    if not rest:
-        return {first: one(first)} if fields else {}
-    later = _pool("field").submit(one, first)
-    out = {f: one(f) for f in rest}
-    return {first: later.result(), **out}
+    if len(fields) < 2:
+        return {f: one(f) for f in fields}
+    later = _pool("field").submit(one, fields[0])
+    out = {f: one(f) for f in fields[1:]}
+    return {fields[0]: later.result(), **out}
 
 
 def has_vectors(db: sqlite3.Connection, model_id: str, field: str) -> bool:

@@ -72,7 +72,8 @@ def session_date_words(ts: float | None) -> str:
            f"{time.strftime('%B', t)}, {t.tm_year}"
 
 
-_SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30})?):\s")
+SPEAKER = re.compile(  # a chat transcript's "Name: …" opening
+    r"^\s*([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30})?):\s")
 SPEAKER_SHARE = 0.2   # a "Name:" opening at least this share of a scope's turns marks a transcript speaker;
 TRANSCRIPT_SHARE = 0.8  # … in a transcript (this share of turns open with a name) every name of
 SPEAKER_MIN_SHARE = 0.02  # … at least this share is one (a group chat of many voices)
@@ -84,7 +85,7 @@ class ScopeCorpus:
     def __init__(self, rows: list[Row]) -> None:
         heads: dict[str, int] = {}
         for r in rows:
-            if m := _SPEAKER.match(r[2] or ""):
+            if m := SPEAKER.match(r[2] or ""):
                 heads[m.group(1)] = heads.get(m.group(1), 0) + 1
         # chat transcripts ("Caroline: …" on every turn): who speaks; not "Error:" or "Fix:" openings
         least = SPEAKER_MIN_SHARE if sum(heads.values()) >= TRANSCRIPT_SHARE * len(rows) else SPEAKER_SHARE

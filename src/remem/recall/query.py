@@ -169,6 +169,31 @@ def _month_range(year: int, month: int) -> tuple[float, float]:
     return start, time.mktime((ny, nm, 1, 0, 0, 0, 0, 0, -1))
 
 
+_DAY_MONTHS = {**_MONTHS, "sept": 9}
+_MONTH_ALT = "|".join(sorted(_DAY_MONTHS, key=len, reverse=True))
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH_ALT})\.?,?\s+(\d{{4}})\b", re.I)
+_MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH_ALT})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+
+
+def named_days(text: str) -> list[float]:
+    """Local midnights of the calendar days ``text`` names ("3 June, 2023", "June 3rd 2023", "2023-06-03")."""
+    found: list[tuple[int, int, int]] = []
+    for m in _DAY_MONTH_YEAR.finditer(text):
+        found.append((int(m.group(3)), _DAY_MONTHS[m.group(2).lower()], int(m.group(1))))
+    for m in _MONTH_DAY_YEAR.finditer(text):
+        found.append((int(m.group(3)), _DAY_MONTHS[m.group(1).lower()], int(m.group(2))))
+    for m in _ISO.finditer(text):
+        if m.group(3):
+            found.append((int(m.group(1)), int(m.group(2)), int(m.group(3))))
+    out = []
+    for y, mo, d in dict.fromkeys(found):
+        if 1 <= mo <= 12 and 1 <= d <= 31:
+            t = time.mktime((y, mo, d, 0, 0, 0, 0, 0, -1))
+            if time.localtime(t).tm_mday == d:  # 31 June is not a day
+                out.append(t)
+    return out
+
+
 def time_ranges(text: str, now: float) -> list[TimeRange]:
     """Time expressions in ``text`` as [since, until) ranges of epoch seconds (local time)."""
     out: list[TimeRange] = []

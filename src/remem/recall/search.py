@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..scope import Scope
 from ..store import recall as recrepo
+from . import okapi
 from . import rank as rk
 from .channels import META_CHARS, Channel, gather, scope_corpus
 from .config import DEFAULT, OKAPI_SESSION_MAX, RecallConfig
-from .query import Query, build
+from .query import Query, build, named_days
 
 if TYPE_CHECKING:
     from ..core import Remem
 
 RRF_K = rk.RRF_K
 LEXICAL = ("bm25", "substring", "time")
-_SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30})?):\s")
 
 
 @dataclass
@@ -51,38 +51,6 @@ def session_key(row: dict[str, Any]) -> str:
     return f"{row['owner']}/{row['agent']}/{row['session_id']}" if row.get("session_id") else ""
 
 
-_MONTH = ("january|february|march|april|may|june|july|august|september|october|november|december|"
-          "jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec")
-_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\.?,?\s+(\d{{4}})\b", re.I)
-_MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
-_ISO_DAY = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-           "november", "december")
-
-
-def named_days(text: str) -> list[float]:
-    """Local midnights of the calendar days ``text`` names ("3 June, 2023", "June 3rd 2023", "2023-06-03")."""
-    found: list[tuple[int, int, int]] = []
-    for m in _DAY_MONTH_YEAR.finditer(text):
-        found.append((int(m.group(3)), _month(m.group(2)), int(m.group(1))))
-    for m in _MONTH_DAY_YEAR.finditer(text):
-        found.append((int(m.group(3)), _month(m.group(1)), int(m.group(2))))
-    for m in _ISO_DAY.finditer(text):
-        found.append((int(m.group(1)), int(m.group(2)), int(m.group(3))))
-    out = []
-    for y, mo, d in dict.fromkeys(found):
-        if 1 <= mo <= 12 and 1 <= d <= 31:
-            t = time.mktime((y, mo, d, 0, 0, 0, 0, 0, -1))
-            if time.localtime(t).tm_mday == d:  # 31 June is not a day
-                out.append(t)
-    return out
-
-
-def _month(word: str) -> int:
-    w = word.lower()[:3]
-    return next(i for i, m in enumerate(_MONTHS, start=1) if m.startswith(w))
-
-
 def without_names(text: str, names: set[str]) -> str:
     """``text`` with the speaker names (and their first names, with or without "'s") taken out."""
     words = {w for n in names for w in (n, n.split()[0])}
@@ -92,7 +60,7 @@ def without_names(text: str, names: set[str]) -> str:
     return re.sub(r"\s+", " ", re.sub(rf"\b(?:{alt})(?:'s|’s)?\b", " ", text, flags=re.I)).strip()
 
 
-def vector_query(mem: Remem, q: Query, scope: Scope, now: float | None = None) -> Query:
+def vector_query(q: Query, corp: okapi.ScopeCorpus | None, now: float | None = None) -> Query:
     """The query the vector channels embed: without the transcript speakers it names.
 
     Every turn of a chat transcript opens with its speaker ("Caroline: …"), so a name in the
@@ -101,10 +69,9 @@ def vector_query(mem: Remem, q: Query, scope: Scope, now: float | None = None) -
     closest turn 82.5 → 91.3 without the names; bench/RESULTS.md). Speakers are the names that
     open at least ``okapi.SPEAKER_SHARE`` of the scope's turns, or ``SPEAKER_MIN_SHARE`` in a
     transcript of many voices (so "Error:" or "Fix:" openings of coding prompts are not), known
-    from the cached scope corpus before the model starts, so the query is embedded once. Scopes without a corpus (past ``OKAPI_SESSION_MAX`` turns) keep
-    the query as it is.
+    from the scope corpus (``corp``) before the model starts, so the query is embedded once.
+    Scopes without a corpus (past ``OKAPI_SESSION_MAX`` turns) keep the query as it is.
     """
-    corp = scope_corpus(mem.db, scope, OKAPI_SESSION_MAX)
     if corp is None or not corp.speakers:
         return q
     words = set(q.all_words)
@@ -150,6 +117,7 @@ def _date_list(mem: Remem, q: Query, scope: Scope, days: float, groups: dict[str
 
 def _session_ranking(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, scores: dict[str, float],
                      groups: dict[str, str], channel_hits: dict[str, list[tuple[str, float]]],
+                     auto_corpus: okapi.ScopeCorpus | None = None,
                      ) -> tuple[list[tuple[str, float]], dict[str, str]]:
     """Sessions ranked by RRF (k = ``cfg.rrf_k``) of these lists:
 
@@ -169,10 +137,9 @@ def _session_ranking(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, scor
     by_best = sorted(((g, s) for g, (_, s) in best.items()), key=lambda x: -x[1])
     lexical: list[tuple[str, float]] = []
     if cfg.session_source in ("okapi", "auto"):
-        corp = scope_corpus(mem.db, scope, None if cfg.session_source == "okapi" else OKAPI_SESSION_MAX)
+        # "auto": the corpus the ranking already looked up (scopes up to OKAPI_SESSION_MAX turns)
+        corp = scope_corpus(mem.db, scope) if cfg.session_source == "okapi" else auto_corpus
         if corp is not None:
-            from . import okapi
-
             words = okapi.tokenize(q.text)
             if cfg.stop_words:
                 words = [w for w in words if w in set(q.words)] or words
@@ -207,7 +174,10 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
     """The whole ranking, with everything needed to explain it."""
     now = time.time() if now is None else now
     q = build(query, now=now)
-    vq = vector_query(mem, q, scope, now) if cfg.unnamed_vectors else q
+    # the scope corpus (cached; None past OKAPI_SESSION_MAX turns): its speakers and its sessions
+    corp = scope_corpus(mem.db, scope, OKAPI_SESSION_MAX) if cfg.unnamed_vectors or cfg.session_source == "auto" \
+        else None
+    vq = vector_query(q, corp, now) if cfg.unnamed_vectors else q
     pre: dict[str, dict[str, Any]] = {}
     chans = gather(mem, q, scope, cfg, pre, vector_query=vq)
     hits = {n: c.hits for n, c in chans.items() if c.available and c.hits}
@@ -237,7 +207,7 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
         fused, parts = rk.spread(fused, groups, nb_of, session_weight=0.0, neighbour_weight=cfg.neighbour_weight)
         for t, p in parts.items():
             details.setdefault(t, {"channels": det.get(t, {}), "boosts": {}, "evidence": {}})["evidence"].update(p)
-    sessions, best_turn = _session_ranking(mem, q, scope, cfg, fused, groups, hits)
+    sessions, best_turn = _session_ranking(mem, q, scope, cfg, fused, groups, hits, corp)
     if cfg.session_weight and sessions:
         srank = {g: i for i, (g, _) in enumerate(sessions, start=1)}
         for t in fused:
@@ -249,7 +219,7 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
     # boosts
     qwords = set(q.all_words)
     speakers = {t: m.group(1) for t, row in meta.items() if t in fused
-                and (m := _SPEAKER.match(row.get("request") or ""))}
+                and (m := okapi.SPEAKER.match(row.get("request") or ""))}
     named = {s for s in speakers.values() if s.split()[0].lower() in qwords}
     final: dict[str, float] = {}
     for t, s in fused.items():
