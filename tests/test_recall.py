@@ -51,6 +51,7 @@ def test_two_character_chinese_words_are_terms():
     ("what did we do yesterday", "yesterday", 1), ("3 days ago", "3 days ago", 2),
     ("changes last week", "last week", 14), ("in May 2023", "in May 2023", 31), ("2024-02-03", "2024-02-03", 1),
     ("上周的部署", "上周", 14), ("in 2022", "in 2022", 365),
+    ("what happened on 3 June, 2023", "3 June, 2023", 1), ("June 3rd, 2023", "June 3rd, 2023", 1),
 ])
 def test_time_expressions(text, label, days):
     [r] = query.time_ranges(text, NOW)

@@ -175,23 +175,33 @@ _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH_ALT})\.
 _MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH_ALT})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
 
 
+def _written_days(text: str) -> list[tuple[re.Match[str], float]]:
+    """Days written with a month name ("3 June, 2023", "June 3rd 2023"): (match, local midnight)."""
+    out = []
+    for rx, dg, mg in ((_DAY_MONTH_YEAR, 1, 2), (_MONTH_DAY_YEAR, 2, 1)):
+        for m in rx.finditer(text):
+            t = _midnight(int(m.group(3)), _DAY_MONTHS[m.group(mg).lower()], int(m.group(dg)))
+            if t is not None:
+                out.append((m, t))
+    return out
+
+
+def _midnight(y: int, mo: int, d: int) -> float | None:
+    if not (1 <= mo <= 12 and 1 <= d <= 31):
+        return None
+    try:
+        t = time.mktime((y, mo, d, 0, 0, 0, 0, 0, -1))
+    except (OverflowError, ValueError):
+        return None
+    return t if time.localtime(t).tm_mday == d else None  # 31 June is not a day
+
+
 def named_days(text: str) -> list[float]:
     """Local midnights of the calendar days ``text`` names ("3 June, 2023", "June 3rd 2023", "2023-06-03")."""
-    found: list[tuple[int, int, int]] = []
-    for m in _DAY_MONTH_YEAR.finditer(text):
-        found.append((int(m.group(3)), _DAY_MONTHS[m.group(2).lower()], int(m.group(1))))
-    for m in _MONTH_DAY_YEAR.finditer(text):
-        found.append((int(m.group(3)), _DAY_MONTHS[m.group(1).lower()], int(m.group(2))))
-    for m in _ISO.finditer(text):
-        if m.group(3):
-            found.append((int(m.group(1)), int(m.group(2)), int(m.group(3))))
-    out = []
-    for y, mo, d in dict.fromkeys(found):
-        if 1 <= mo <= 12 and 1 <= d <= 31:
-            t = time.mktime((y, mo, d, 0, 0, 0, 0, 0, -1))
-            if time.localtime(t).tm_mday == d:  # 31 June is not a day
-                out.append(t)
-    return out
+    found = [t for _, t in _written_days(text)]
+    found += [t for m in _ISO.finditer(text) if m.group(3)
+              and (t := _midnight(int(m.group(1)), int(m.group(2)), int(m.group(3)))) is not None]
+    return list(dict.fromkeys(found))
 
 
 def time_ranges(text: str, now: float) -> list[TimeRange]:
@@ -225,7 +235,12 @@ def time_ranges(text: str, now: float) -> list[TimeRange]:
             out.append(TimeRange(m.group(0), start, start + 86400))
         else:
             out.append(TimeRange(m.group(0), *_month_range(y, mo)))
+    days = _written_days(text)
+    for m, t in days:
+        out.append(TimeRange(m.group(0).strip(), t, t + 86400))
     for m in _MONTH_YEAR.finditer(text):
+        if any(d.start() <= m.start() < d.end() for d, _ in days):
+            continue  # the month of a written day ("3 June, 2023"), not a month of its own
         word = m.group(1).lower()
         if word in ("may", "march") and not m.group(2) and not m.group(0).lower().startswith("in"):
             continue  # "may" and "march" are usually not months without a year or "in"
