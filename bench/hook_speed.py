@@ -156,11 +156,28 @@ def start_daemon(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
                                                   "Content-Type": "application/json"})
             with urllib.request.urlopen(req, timeout=60) as r:
                 if r.status == 200:
+                    wait_for_query_model(port, token, deadline)
                     return p
         except OSError:
             time.sleep(0.3)
     p.kill()
     raise SystemExit("the daemon did not come up")
+
+
+def wait_for_query_model(port: int, token: str, deadline: float) -> str:
+    """Measure the daemon as it runs after its first start: once e5-small's query encoder is built."""
+    runtime = ""
+    while time.time() < deadline:
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/status",
+                                     headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            st = json.loads(r.read())
+        runtime = (st.get("embedder") or {}).get("queries") or ""
+        building = (st["daemon"].get("startup") or {}).get("query_model") == "building"
+        if runtime == "onnxruntime-int8" or (st["daemon"].get("startup") and not building):
+            return runtime
+        time.sleep(0.5)
+    return runtime
 
 
 def main() -> None:

@@ -75,7 +75,8 @@ class Front:
             st.status = "ready"
             log.info("API ready in %.2fs (database %s)", time.monotonic() - t0, mem.config.db_path)
             runner.start()
-            st.startup_result = {"recovered": recovered, **startup(runner, background=st.background)}
+            st.startup_result = {"recovered": recovered, **startup(runner, background=st.background),
+                                 "query_model": _prepare_queries(mem)}
             if st.background:
                 st.scheduler = Scheduler(runner)
                 st.scheduler.start()
@@ -96,6 +97,14 @@ class Front:
             st.runner.shutdown()
         if st.mem is not None:
             st.mem.close()
+
+
+def _prepare_queries(mem: Any) -> str:
+    try:
+        return str(mem.prepare_queries())
+    except Exception as e:  # queries then stay on the embedder's own runtime
+        log.warning("query model not prepared: %s", e)
+        return f"not used: {type(e).__name__}: {e}"
 
 
 async def _json(send: Send, status: int, body: dict[str, Any]) -> None:

