@@ -40,7 +40,10 @@ def test_two_daemons_on_one_home(tmp_path):
         st = cli(home, "status", "--json")
         data = json.loads(st.stdout)
         assert data["running"] and data["pid"] == pid and data["url"] == first.url
-        assert cli(home, "status").stdout.startswith("remem is running at " + first.url)
+        assert data["embedder"]["configured"] == "hash" and data["embedder"]["queries"] is None
+        human = cli(home, "status").stdout
+        assert human.startswith("remem is running at " + first.url)
+        assert "\nembedder: hash (" in human
 
 
 def test_stale_lock_is_recovered_and_stop_works(tmp_path):

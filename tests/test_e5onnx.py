@@ -85,7 +85,8 @@ def test_embedder_uses_it_once_prepared(built, tmp_path):
     after = emb.embed_query(TEXTS[1])
     assert np.allclose(after, enc.embed_query(TEXTS[1]), atol=1e-6) and float(after @ before) >= 0.99
     # past the model's 512 positions the engine's windows take over
-    long = " ".join(f"word{i}" for i in range(600))
+    long = " ".join(f"w{i}" for i in range(260))
+    assert len(enc.model.token_ids("query: " + long)) > 510
     assert enc.embed_query(long) is None
     assert np.allclose(emb.embed_query(long), emb._model.query(long), atol=1e-6)
     emb._queries = None
@@ -101,11 +102,18 @@ def test_a_torn_cache_file_is_rebuilt(built, tmp_path):
 
 
 def test_a_failed_build_leaves_the_engine(built, tmp_path, monkeypatch):
+    import os
+
     emb, _ = built
     enc = e5onnx.QueryEncoder(Path(emb.model_file), tmp_path)
+    stale, live = tmp_path / ".e5onnx-killed", tmp_path / ".e5onnx-running"
+    stale.mkdir()
+    live.mkdir()
+    os.utime(stale, (1, 1))
     monkeypatch.setattr(enc.model, "path", tmp_path / "missing.bin")  # the child cannot read it
     assert not enc.load(build=True, wait=True)
     assert "failed" in enc.error and not enc.cache.exists() and not enc.ready
+    assert not stale.exists() and live.exists()  # a killed build's leftovers go, a live one's stay
     assert enc.embed_query("hello") is None
 
 
@@ -142,3 +150,31 @@ def test_not_a_model_file(tmp_path):
     bad.write_bytes(b"GGUF" + b"\0" * 64)
     with pytest.raises(ValueError, match="not an E5S1 model file"):
         e5onnx.ModelFile(bad)
+
+
+def test_the_daemon_switches_its_queries_over(tmp_path):
+    """A first start builds the encoder in the background while the engine answers; then the
+    daemon's queries run on onnxruntime, and the status says so."""
+    import time
+
+    from remem.server.testing import Daemon, sample_turns
+
+    home = tmp_path / "remem"
+    mem = Remem(home, env={"REMEM_EMBEDDING_MODEL": "e5-small"})
+    mem.add_turns(sample_turns(8))
+    mem.close()
+    with Daemon(home, env={"REMEM_EMBEDDING_MODEL": "e5-small", "REMEM_AUTO_SYNC": "0"}, wait=60) as d:
+        first = d.post("/api/v1/recall/turn-start", json={"prompt": "how do we deploy the shop service?"})
+        assert first.status_code == 200  # answered whether or not the encoder is ready yet
+        deadline, st = time.monotonic() + 120, {}
+        while time.monotonic() < deadline:
+            st = d.get("/api/v1/status").json()
+            if (st.get("embedder") or {}).get("queries") == "onnxruntime-int8":
+                break
+            time.sleep(0.5)
+        assert st["embedder"]["queries"] == "onnxruntime-int8", st
+        assert st["daemon"]["startup"]["query_model"] in ("ready", "building")
+        built = list((home / "models").iterdir())
+        assert len(built) == 1 and built[0].name.startswith(e5onnx.CACHE_PREFIX), built
+        r = d.post("/api/v1/recall/turn-start", json={"prompt": "how do we deploy the shop service?"})
+        assert r.status_code == 200 and "make release" in r.json()["text"]

@@ -75,6 +75,7 @@ def status(ctx: click.Context, as_json: bool, login_link: bool) -> None:
                 data["jobs"] = st.get("jobs", {}).get("counts", {})
                 data["active_jobs"] = st.get("jobs", {}).get("active", [])
                 data["database_bytes"] = st.get("database", {}).get("bytes")
+                data["embedder"] = st.get("embedder")
             except Exception as e:  # a status probe never fails the command
                 data["error"] = f"{type(e).__name__}: {e}"
         if login_link and token:
@@ -94,6 +95,13 @@ def status(ctx: click.Context, as_json: bool, login_link: bool) -> None:
                 click.echo(f"  #{j['id']} {j['kind']} {j['status']}{frac}")
         if d.get("database_bytes") is not None:
             click.echo(f"database: {d['database_bytes'] / 1e6:.1f} MB")
+        e = d.get("embedder") or {}
+        if e.get("configured"):
+            state = "off" if not e.get("enabled") else (e.get("loaded") or "not loaded yet")
+            queries = f", queries on {e['queries']}" if e.get("queries") else ""
+            pending = f", {e['pending']} turns waiting" if e.get("pending") else ""
+            click.echo(f"embedder: {e['configured']} ({state}{queries}{pending})"
+                       + (f" — {e['error']}" if e.get("error") else ""))
         if d.get("login_link"):
             click.echo(f"login link: {d['login_link']}")
 

@@ -23,11 +23,13 @@ import array
 import hashlib
 import mmap
 import os
+import shutil
 import struct
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -313,6 +315,13 @@ class QueryEncoder:
         return False
 
     def _build(self) -> None:
+        # what a killed build left (a live one is younger than its timeout)
+        for stale in self.cache.parent.glob(".e5onnx-*"):
+            try:
+                if time.time() - stale.stat().st_mtime > BUILD_TIMEOUT:
+                    shutil.rmtree(stale, ignore_errors=True)
+            except OSError:
+                pass
         # in a child process: building holds ~0.5 GB that a long-lived daemon would keep
         cmd = [sys.executable, "-m", "remem.index.e5onnx", str(self.model.path), str(self.cache)]
         try:
@@ -328,6 +337,7 @@ class QueryEncoder:
         for old in self.cache.parent.glob(CACHE_PREFIX + "*.onnx"):  # earlier graphs or models
             if old != self.cache:
                 old.unlink(missing_ok=True)
+        self.load(build=False)  # queries switch over as soon as it is there
 
     def embed_query(self, text: str) -> np.ndarray | None:
         """The query's unit vector; None when the text needs the engine's windows (past the
