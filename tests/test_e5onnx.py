@@ -88,6 +88,7 @@ def test_embedder_uses_it_once_prepared(built, tmp_path):
     long = " ".join(f"w{i}" for i in range(260))
     assert len(enc.model.token_ids("query: " + long)) > 510
     assert enc.embed_query(long) is None
+    assert enc.embed_query("a" * (e5onnx.MAX_CHARS + 1)) is None
     assert np.allclose(emb.embed_query(long), emb._model.query(long), atol=1e-6)
     emb._queries = None
 
@@ -118,11 +119,21 @@ def test_a_failed_build_leaves_the_engine(built, tmp_path, monkeypatch):
 
 
 def test_remem_prepares_queries_when_asked(tmp_path, monkeypatch):
-    monkeypatch.setattr(E5SmallEmbedder, "prepare_queries",
-                        lambda self, cache, wait=False: f"asked for {Path(cache).name}, wait={wait}")
+    asked: list[int] = []
+
+    def prepare(self, cache, wait=False):
+        asked.append(id(self))
+        return f"asked for {Path(cache).name}, wait={wait}"
+
+    monkeypatch.setattr(E5SmallEmbedder, "prepare_queries", prepare)
     mem = Remem(tmp_path / "home", env={"REMEM_EMBEDDING_MODEL": "e5-small"})
     try:
+        mem.embedder()
+        assert asked == []  # a one-shot process never asked: the engine embeds its queries
         assert mem.prepare_queries(wait=True) == "asked for models, wait=True"  # REMEM_HOME/models
+        mem.reset_embedder()  # the settings chose a model while the daemon runs
+        new = mem.embedder()
+        assert asked[-1] == id(new)
         mem.config.set("embedding.fast_queries", "false")
         assert mem.prepare_queries() == "not used: turned off in settings"
     finally:

@@ -40,6 +40,7 @@ class Remem:
         self._local = threading.local()
         self._embedder: Any = None
         self._embedder_error: str = ""
+        self._queries_wanted = False  # set by prepare_queries: later embedders are prepared too
         self._lock = threading.Lock()
         self._access: list[tuple[Scope, builtins.list[str], float]] = []  # recall hits not yet counted
         self._access_lock = threading.Lock()
@@ -266,6 +267,7 @@ class Remem:
     # -- embeddings ------------------------------------------------------------------------
     def embedder(self) -> Any:
         """The configured embedder, loaded once; None (with ``embedder_error``) when unavailable."""
+        made = False
         with self._lock:
             if self._embedder is None and not self._embedder_error:
                 from .index.embed import get_embedder
@@ -277,15 +279,20 @@ class Remem:
                             "model": self.config.get("embedding.openai_model")}
                 try:
                     self._embedder = get_embedder(name, **opts)
+                    made = True
                 except Exception as e:
                     self._embedder_error = f"{type(e).__name__}: {e}"
-            return self._embedder
+            emb = self._embedder
+        if made and self._queries_wanted:  # a model chosen while running gets its query runtime too
+            self.prepare_queries()
+        return emb
 
     def prepare_queries(self, *, wait: bool = False) -> str:
         """Let the embedder answer queries on its faster runtime when it has one (e5-small on
         onnxruntime, built once into ``REMEM_HOME/models``). Long-lived processes call this (the
         daemon at start-up, the benchmarks); a one-shot CLI call would spend more loading it than
         it saves. Returns "ready", "building" or why it is not used."""
+        self._queries_wanted = True
         if not self.config.get("embedding.enabled") or not self.config.get("embedding.fast_queries"):
             return "not used: turned off in settings"
         emb = self.embedder()

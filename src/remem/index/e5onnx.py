@@ -41,6 +41,8 @@ BLOCK_BYTES = 2 + QK // 2  # fp16 scale + 16 bytes of nibbles
 #: bump when the graph changes: the cache file name carries it
 GRAPH_VERSION = 2
 CACHE_PREFIX = "e5-small-query-"
+#: longer query texts go to the engine (recall embeds at most a prompt's first and last tokens)
+MAX_CHARS = 4000
 #: seconds a build may take (about 5 on the benchmark machine)
 BUILD_TIMEOUT = 600
 
@@ -343,8 +345,10 @@ class QueryEncoder:
         """The query's unit vector; None when the text needs the engine's windows (past the
         model's 512 positions) or the session failed (it is then dropped, see ``error``)."""
         sess = self._sess
+        if sess is None or len(text) > MAX_CHARS:  # the tokenizer is Python: keep it to prompts
+            return None
         ids = self.model.token_ids("query: " + text)
-        if sess is None or len(ids) > self.model.MAXP - 2:
+        if len(ids) > self.model.MAXP - 2:
             return None
         x = self.model.embed_input([self.model.bos, *ids, self.model.eos])
         try:
