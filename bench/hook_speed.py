@@ -156,7 +156,7 @@ def start_daemon(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
                                                   "Content-Type": "application/json"})
             with urllib.request.urlopen(req, timeout=60) as r:
                 if r.status == 200:
-                    wait_for_query_model(port, token, deadline)
+                    wait_for_onnx(port, token, deadline)
                     return p
         except OSError:
             time.sleep(0.3)
@@ -164,7 +164,7 @@ def start_daemon(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     raise SystemExit("the daemon did not come up")
 
 
-def wait_for_query_model(port: int, token: str, deadline: float) -> str:
+def wait_for_onnx(port: int, token: str, deadline: float) -> str:
     """Measure the daemon as it runs after its first start: once e5-small's query encoder is built."""
     runtime = ""
     while time.time() < deadline:
@@ -172,9 +172,9 @@ def wait_for_query_model(port: int, token: str, deadline: float) -> str:
                                      headers={"Authorization": f"Bearer {token}"})
         with urllib.request.urlopen(req, timeout=30) as r:
             st = json.loads(r.read())
-        runtime = (st.get("embedder") or {}).get("queries") or ""
-        building = (st["daemon"].get("startup") or {}).get("query_model") == "building"
-        if runtime == "onnxruntime-int8" or (st["daemon"].get("startup") and not building):
+        runtime = (st.get("embedder") or {}).get("runtime") or ""
+        building = (st["daemon"].get("startup") or {}).get("onnx") == "building"
+        if runtime == "onnxruntime" or (st["daemon"].get("startup") and not building):
             return runtime
         time.sleep(0.5)
     return runtime

@@ -200,7 +200,7 @@ def run(data: str, *, config: str = "default", model: str | None = None, limit: 
             mem.embed_pending()
         timing["embed_s"] = round(time.perf_counter() - t0, 2)
         # queries as the daemon embeds them (e5-small: on onnxruntime once its encoder is built)
-        query_model = mem.prepare_queries(wait=True) if wants_vectors else "not used: no vectors"
+        onnx = mem.prepare_onnx(wait=True) if wants_vectors else "not used: no vectors"
         turn_rows: list[tuple[int, dict[str, float]]] = []
         sess_rows: list[tuple[int, dict[str, float]]] = []
         lat: list[float] = []
@@ -238,7 +238,7 @@ def run(data: str, *, config: str = "default", model: str | None = None, limit: 
             "turns": sum(len(s["turns"]) for c in convs for s in c["sessions"]),
             "questions_scored": len(turn_rows), "questions_skipped": skipped,
             "config": {"name": config, "overrides": sets or {}, "embedding_model": emb_model or None,
-                       "query_model": query_model, **cfg.describe()},
+                       "onnx": onnx, **cfg.describe()},
             "turn": summarise(turn_rows), "session": summarise(sess_rows), "timing": timing,
         }
     finally:

@@ -184,7 +184,7 @@ def measure(n: int, *, queries: int, model: str, say: Callable[[str], None], kee
         mem = Remem(home, env={"REMEM_EMBEDDING_MODEL": model})
         emb = mem.embedder()
         emb.load() if hasattr(emb, "load") else None
-        query_model = mem.prepare_queries(wait=True)  # as the daemon runs them
+        onnx = mem.prepare_onnx(wait=True)  # as the daemon runs them
         rng = random.Random(3)
         qs = [" ".join(_zipf_word(rng) for _ in range(rng.randint(3, 9))) + ("?" if i % 3 else "")
               for i in range(queries)]
@@ -212,7 +212,7 @@ def measure(n: int, *, queries: int, model: str, say: Callable[[str], None], kee
         total = sum(i["total_bytes"] for i in info)
         mem.close()
         vectors.forget()
-    return {**built, "query_model": query_model, "index_load_s": round(load_s, 2),
+    return {**built, "onnx": onnx, "index_load_s": round(load_s, 2),
             **{f"{k}_p50_ms": round(statistics.median(v), 2) for k, v in lat.items()},
             **{f"{k}_p95_ms": _pct(v, 0.95) for k, v in lat.items()},
             "vector_raw_mb": round(raw / 1e6, 1), "vector_index_mb": round(total / 1e6, 1),

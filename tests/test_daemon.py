@@ -40,7 +40,7 @@ def test_two_daemons_on_one_home(tmp_path):
         st = cli(home, "status", "--json")
         data = json.loads(st.stdout)
         assert data["running"] and data["pid"] == pid and data["url"] == first.url
-        assert data["embedder"]["configured"] == "hash" and data["embedder"]["queries"] is None
+        assert data["embedder"]["configured"] == "hash" and data["embedder"]["runtime"] is None
         human = cli(home, "status").stdout
         assert human.startswith("remem is running at " + first.url)
         assert "\nembedder: hash (" in human

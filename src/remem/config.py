@@ -24,7 +24,7 @@ DEFAULTS: dict[str, Any] = {
         "model": "default",        # "default" = the measured local default (see bench/RESULTS.md)
         "enabled": True,           # embeddings run in the background; lexical recall works without
         "batch_size": 32,          # small batches keep the job queue responsive on 2 cores
-        "fast_queries": True,      # the daemon embeds queries on onnxruntime (same weights, ~3x faster)
+        "onnx": True,              # e5-small on onnxruntime in the daemon: same weights, ~3x faster
         "openai_base_url": "",     # set to use an OpenAI-compatible server (Ollama, vLLM, …)
         "openai_model": "",
     },

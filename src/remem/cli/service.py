@@ -98,9 +98,9 @@ def status(ctx: click.Context, as_json: bool, login_link: bool) -> None:
         e = d.get("embedder") or {}
         if e.get("configured"):
             state = "off" if not e.get("enabled") else (e.get("loaded") or "not loaded yet")
-            queries = f", queries on {e['queries']}" if e.get("queries") else ""
+            runtime = f", on {e['runtime']}" if e.get("runtime") else ""
             pending = f", {e['pending']} turns waiting" if e.get("pending") else ""
-            click.echo(f"embedder: {e['configured']} ({state}{queries}{pending})"
+            click.echo(f"embedder: {e['configured']} ({state}{runtime}{pending})"
                        + (f" — {e['error']}" if e.get("error") else ""))
         if d.get("login_link"):
             click.echo(f"login link: {d['login_link']}")

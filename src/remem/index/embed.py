@@ -416,45 +416,41 @@ class E5SmallEmbedder(_LazyModel):
         return E5(num_threads=self.threads)
 
     def _encode(self, texts: list[str], query: bool) -> np.ndarray:
+        fast = self._onnx
+        if fast is not None and fast.ready:
+            vecs = fast.embed(texts, query)
+            if vecs is not None:
+                return vecs
         return np.asarray(self._model.encode(texts, query), dtype=np.float32).reshape(len(texts), self.dim)
 
-    # -- queries on onnxruntime (index/e5onnx.py) ----------------------------------------------
-    _queries: Any = None
+    # -- the same weights on onnxruntime (index/e5onnx.py) -------------------------------------
+    _onnx: Any = None
 
-    def prepare_queries(self, cache_dir: str | os.PathLike[str], *, wait: bool = False) -> str:
-        """Embed queries with the same weights on onnxruntime's int8 kernels, about 3x faster
-        than the engine (bench/RESULTS.md, "Query embedding"). Builds the encoder into
-        ``cache_dir`` once (about 5 s, in the background unless ``wait``); until it is ready,
-        and wherever onnxruntime is missing, queries keep using the engine. Returns "ready",
-        "building" or why it is not used."""
-        if self._queries is None:
+    def prepare_onnx(self, cache_dir: str | os.PathLike[str], *, wait: bool = False) -> str:
+        """Embed with the same weights on onnxruntime, about 3x faster than the engine
+        (bench/RESULTS.md, "onnxruntime"). Builds the encoder into ``cache_dir`` once (about 5 s,
+        in a child process, in the background unless ``wait``); until it is ready, and wherever
+        onnxruntime is missing, the engine embeds. Returns "ready", "building" or why it is not
+        used."""
+        if self._onnx is None:
             missing = [m for m in ("onnxruntime", "onnx") if importlib.util.find_spec(m) is None]
             if missing:
                 return f"not used: {' and '.join(missing)} not installed"
             from . import e5onnx
 
             try:
-                self._queries = e5onnx.QueryEncoder(self.model_file, cache_dir)
+                self._onnx = e5onnx.Encoder(self.model_file, cache_dir)
             except Exception as e:  # an unreadable model file leaves the engine in charge
                 return f"not used: {type(e).__name__}: {e}"
-        ready = self._queries.load(build=True, wait=wait)
-        if ready:
+        if self._onnx.load(build=True, wait=wait):
             return "ready"
-        return f"not used: {self._queries.error}" if self._queries.error else "building"
+        return f"not used: {self._onnx.error}" if self._onnx.error else "building"
 
     @property
-    def query_runtime(self) -> str:
-        """What embeds queries now: "onnxruntime-int8" or "engine" (see :meth:`prepare_queries`)."""
-        fast = self._queries
-        return "onnxruntime-int8" if fast is not None and fast.ready else "engine"
-
-    def embed_query(self, text: str) -> np.ndarray:
-        fast = self._queries
-        if fast is not None and fast.ready:
-            vec = fast.embed_query(text)  # None for what it does not take (past 512 tokens)
-            if vec is not None:
-                return vec
-        return super().embed_query(text)
+    def runtime(self) -> str:
+        """What embeds now: "onnxruntime" or "engine" (see :meth:`prepare_onnx`)."""
+        fast = self._onnx
+        return "onnxruntime" if fast is not None and fast.ready else "engine"
 
 
 # ------------------------------------------------------------------------- openai

@@ -76,7 +76,7 @@ class Front:
             log.info("API ready in %.2fs (database %s)", time.monotonic() - t0, mem.config.db_path)
             runner.start()
             st.startup_result = {"recovered": recovered, **startup(runner, background=st.background),
-                                 "query_model": _prepare_queries(mem)}
+                                 "onnx": _prepare_onnx(mem)}
             if st.background:
                 st.scheduler = Scheduler(runner)
                 st.scheduler.start()
@@ -99,11 +99,11 @@ class Front:
             st.mem.close()
 
 
-def _prepare_queries(mem: Any) -> str:
+def _prepare_onnx(mem: Any) -> str:
     try:
-        return str(mem.prepare_queries())
-    except Exception as e:  # queries then stay on the embedder's own runtime
-        log.warning("query model not prepared: %s", e)
+        return str(mem.prepare_onnx())
+    except Exception as e:  # the embedder then keeps its own runtime
+        log.warning("onnxruntime encoder not prepared: %s", e)
         return f"not used: {type(e).__name__}: {e}"
 
 
