@@ -93,6 +93,7 @@ def test_embedder_uses_it_once_prepared(built, tmp_path):
     assert np.allclose(before, emb._model.query(TEXTS[1]), atol=1e-6)  # the engine until prepared
     assert np.allclose(docs_before, emb._model.passage(DOCS), atol=1e-6)
     assert emb.prepare_onnx(enc.cache.parent, wait=True) == "ready"
+    assert emb.onnx_state(enc.cache.parent).startswith(f"built: {enc.cache.name} (")
     assert emb.runtime == "onnxruntime"
     after, docs_after = emb.embed_query(TEXTS[1]), emb.embed(DOCS)
     assert np.allclose(after, enc.embed_query(TEXTS[1]), atol=1e-6) and float(after @ before) >= 0.99
@@ -148,6 +149,7 @@ def test_remem_prepares_onnx_when_asked(tmp_path, monkeypatch):
     try:
         mem.embedder()
         assert asked == []  # a one-shot process never asked: the engine embeds its queries
+        assert mem.doctor()["checks"]["onnx"]["detail"].startswith("not built yet")
         assert mem.prepare_onnx(wait=True) == "asked for models, wait=True"  # REMEM_HOME/models
         mem.reset_embedder()  # the settings chose a model while the daemon runs
         new = mem.embedder()

@@ -445,6 +445,8 @@ class Remem:
             checks["embedder"] = {"ok": emb is not None,
                                   "detail": (f"{emb.model_id} loaded in {time.perf_counter() - t0:.2f}s"
                                              if emb is not None else self.embedder_error)}
+            if emb is not None and hasattr(emb, "onnx_state") and self.config.get("embedding.onnx"):
+                checks["onnx"] = {"ok": True, "detail": emb.onnx_state(self.home / "models")}
         pending = db.execute("SELECT count(*) FROM turns WHERE embed_state = 'pending'").fetchone()[0]
         failed_jobs = db.execute("SELECT count(*) FROM jobs WHERE status = 'failed'").fetchone()[0]
         checks["jobs"] = {"ok": failed_jobs == 0, "detail": f"{jobrepo.pending_count(db)} queued, "

@@ -446,6 +446,21 @@ class E5SmallEmbedder(_LazyModel):
             return "ready"
         return f"not used: {self._onnx.error}" if self._onnx.error else "building"
 
+    def onnx_state(self, cache_dir: str | os.PathLike[str]) -> str:
+        """For ``remem doctor``: whether the onnxruntime encoder is built, without building it."""
+        missing = [m for m in ("onnxruntime", "onnx") if importlib.util.find_spec(m) is None]
+        if missing:
+            return f"{' and '.join(missing)} not installed: the engine embeds"
+        from . import e5onnx
+
+        try:
+            cache = self._onnx.cache if self._onnx is not None else e5onnx.Encoder(self.model_file, cache_dir).cache
+        except Exception as e:
+            return f"cannot read {self.model_file.name}: {type(e).__name__}: {e}"
+        if cache.is_file():
+            return f"built: {cache.name} ({cache.stat().st_size / 1e6:.0f} MB)"
+        return "not built yet: the daemon builds it at start-up (about 5 s)"
+
     @property
     def runtime(self) -> str:
         """What embeds now: "onnxruntime" or "engine" (see :meth:`prepare_onnx`)."""
