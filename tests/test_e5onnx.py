@@ -28,6 +28,7 @@ TEXTS = [
     "emoji 🎉🚀 mixed 日本語のテキスト и русский текст",
     "fix the flaky test in tests/test_auth.py where the JWT refresh token expires before the retry",
     "x" * 300,
+    "a NUL\0 ends the engine's C string",
 ]
 DOCS = [
     "The JWT refresh token expired too early, so the auth test failed intermittently",

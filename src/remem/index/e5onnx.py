@@ -131,6 +131,7 @@ class ModelFile:
     # -- tokenizer ---------------------------------------------------------------------
     def token_ids(self, text: str) -> list[int]:
         """Content token ids of ``text`` exactly as the engine's ``tok_content`` finds them."""
+        text = text.split("\0", 1)[0]  # the engine reads a C string
         norm = self.norm
         chars = "".join(norm.get(c, c) for c in text)
         while "  " in chars:
