@@ -195,3 +195,33 @@ def test_up_starts_once_and_is_harmless_to_repeat(tmp_path):
         assert httpx.get(out["url"] + "/health").json()["pid"] == out["pid"]
     finally:
         subprocess.run([sys.executable, "-m", "remem", "serve", "--stop"], env=env, timeout=30)
+
+
+def test_connections_have_nagle_off():
+    """The daemon's listening socket names IPPROTO_TCP, so asyncio sets TCP_NODELAY on every
+    connection; without it each response's body waited ~40 ms for the client's delayed ACK."""
+    import asyncio
+
+    from remem.server.daemon import bind
+
+    sock = bind("127.0.0.1", 0)
+    assert sock.proto == socket.IPPROTO_TCP
+    seen: list[int] = []
+
+    async def main() -> None:
+        def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            seen.append(writer.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(accepted, sock=sock)
+        _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+        for _ in range(100):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        writer.close()
+        server.close()
+        await server.wait_closed()
+
+    asyncio.run(main())
+    assert seen and seen[0] != 0

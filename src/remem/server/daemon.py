@@ -174,7 +174,10 @@ def check_host(host: str, explicit: bool, token_path: Path) -> None:
 
 def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP said out loud: asyncio turns Nagle off (TCP_NODELAY) only on connections whose
+    # socket names it, and with Nagle on every response waited ~40 ms for the client's delayed ACK
+    # between its headers and its body (bench/RESULTS.md, "Service")
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
