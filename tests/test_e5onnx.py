@@ -135,6 +135,9 @@ def test_a_failed_build_leaves_the_engine(built, tmp_path, monkeypatch):
     assert not enc.load(build=True, wait=True)
     assert "failed" in enc.error and not enc.cache.exists() and not enc.ready
     assert not stale.exists() and live.exists()  # a killed build's leftovers go, a live one's stay
+    first, thread = enc.error, enc._building
+    assert not enc.load(build=True, wait=False)
+    assert enc._building is thread and enc.error == first  # not tried again in this process
     assert enc.embed_query("hello") is None
 
 

@@ -262,7 +262,8 @@ def build_int8(m: ModelFile, dest: Path) -> Path:
     model = build_graph(m)
     # Every weight product but the FFN's output: its input, the GELU's output, has outliers that one
     # activation scale per tensor resolves badly (cosine to the engine, worst of the test texts:
-    # 0.989 with it quantised, 0.995 without, 0.9998 all float; cost 0.35 / 0.42 / 0.57 ms per token).
+    # 0.989 with it quantised, 0.995 without, 0.9999 all float; 0.41 / 0.48 / 0.64 ms per token,
+    # bench/e5_onnx.py).
     weights = [n.name for n in model.graph.node
                if n.op_type == "MatMul" and n.name.rsplit(".", 1)[-1] in ("mm_qkv", "mm_ao", "mm_fi")]
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -279,7 +280,8 @@ def build_int8(m: ModelFile, dest: Path) -> Path:
 
 
 class Encoder:
-    """Embeds queries with the int8 encoder; ``ready`` once the cache file is built and loaded."""
+    """Embeds with the int8 encoder; ``ready`` once the cache file is built and loaded. A build
+    that failed is not tried again by this object (the engine embeds meanwhile)."""
 
     def __init__(self, model_path: str | os.PathLike[str], cache_dir: str | os.PathLike[str]) -> None:
         self.model = ModelFile(model_path)
@@ -287,6 +289,7 @@ class Encoder:
         self._sess: Any = None
         self._lock = threading.Lock()
         self._building: threading.Thread | None = None
+        self._build_failed = False
         self.error = ""
 
     @property
@@ -295,7 +298,7 @@ class Encoder:
 
     def load(self, build: bool = True, wait: bool = False) -> bool:
         """Open the cached encoder; with ``build``, build it first when missing (in the background
-        unless ``wait``). True when queries can be embedded now."""
+        unless ``wait``). True when texts can be embedded now."""
         with self._lock:
             if self._sess is not None:
                 return True
@@ -306,7 +309,7 @@ class Encoder:
                 except Exception as e:  # a torn or foreign file: rebuild it
                     self.error = f"{type(e).__name__}: {e}"
                     self.cache.unlink(missing_ok=True)
-            if not build:
+            if not build or self._build_failed:
                 return False
             if self._building is None or not self._building.is_alive():
                 self._building = threading.Thread(target=self._build, name="remem-e5-onnx", daemon=True)
@@ -332,10 +335,12 @@ class Encoder:
                                   preexec_fn=_lower_priority if os.name == "posix" else None)
         except (OSError, subprocess.SubprocessError) as e:
             self.error = f"building {self.cache.name} failed: {type(e).__name__}: {e}"
+            self._build_failed = True
             return
         if done.returncode != 0 or not self.cache.is_file():
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
             self.error = f"building {self.cache.name} failed (exit {done.returncode}): {tail[0]}"
+            self._build_failed = True
             return
         for old in self.cache.parent.glob(CACHE_PREFIX + "*.onnx"):  # earlier graphs or models
             if old != self.cache:

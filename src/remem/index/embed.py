@@ -428,14 +428,13 @@ class E5SmallEmbedder(_LazyModel):
 
     def prepare_onnx(self, cache_dir: str | os.PathLike[str], *, wait: bool = False) -> str:
         """Embed with the same weights on onnxruntime, about 3x faster than the engine
-        (bench/RESULTS.md, "onnxruntime"). Builds the encoder into ``cache_dir`` once (about 5 s,
+        (bench/RESULTS.md, "e5-small on onnxruntime"). Builds the encoder into ``cache_dir`` once (about 5 s,
         in a child process, in the background unless ``wait``); until it is ready, and wherever
         onnxruntime is missing, the engine embeds. Returns "ready", "building" or why it is not
         used."""
         if self._onnx is None:
-            missing = [m for m in ("onnxruntime", "onnx") if importlib.util.find_spec(m) is None]
-            if missing:
-                return f"not used: {' and '.join(missing)} not installed"
+            if missing := _onnx_missing():
+                return f"not used: {missing} not installed"
             from . import e5onnx
 
             try:
@@ -448,9 +447,8 @@ class E5SmallEmbedder(_LazyModel):
 
     def onnx_state(self, cache_dir: str | os.PathLike[str]) -> str:
         """For ``remem doctor``: whether the onnxruntime encoder is built, without building it."""
-        missing = [m for m in ("onnxruntime", "onnx") if importlib.util.find_spec(m) is None]
-        if missing:
-            return f"{' and '.join(missing)} not installed: the engine embeds"
+        if missing := _onnx_missing():
+            return f"{missing} not installed: the engine embeds"
         from . import e5onnx
 
         try:
@@ -466,6 +464,11 @@ class E5SmallEmbedder(_LazyModel):
         """What embeds now: "onnxruntime" or "engine" (see :meth:`prepare_onnx`)."""
         fast = self._onnx
         return "onnxruntime" if fast is not None and fast.ready else "engine"
+
+
+def _onnx_missing() -> str:
+    """The packages the onnxruntime encoder needs that are not installed ("" when none)."""
+    return " and ".join(m for m in ("onnxruntime", "onnx") if importlib.util.find_spec(m) is None)
 
 
 # ------------------------------------------------------------------------- openai
