@@ -406,6 +406,7 @@ class E5SmallEmbedder(_LazyModel):
         if not self.model_file.is_file():
             raise EmbedderUnavailable(f"embedder 'e5-small': model file missing in {pkg}")
         self.threads = max(1, int(threads))
+        self._onnx: Any = None  # the same weights on onnxruntime, once prepare_onnx has built them
 
     def _load(self) -> Any:
         # Read by OpenMP when the engine loads. Spinning OpenMP threads slow single queries
@@ -424,8 +425,6 @@ class E5SmallEmbedder(_LazyModel):
         return np.asarray(self._model.encode(texts, query), dtype=np.float32).reshape(len(texts), self.dim)
 
     # -- the same weights on onnxruntime (index/e5onnx.py) -------------------------------------
-    _onnx: Any = None
-
     def prepare_onnx(self, cache_dir: str | os.PathLike[str], *, wait: bool = False) -> str:
         """Embed with the same weights on onnxruntime, about 3x faster than the engine
         (bench/RESULTS.md, "e5-small on onnxruntime"). Builds the encoder into ``cache_dir`` once (about 5 s,
