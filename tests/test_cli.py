@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -151,3 +152,19 @@ def test_eight_concurrent_writers(remem_home):
         assert p.returncode == 0, err.decode()[-500:]
         assert b"locked" not in err
     assert remem.open().stats()["turns"] == 1600
+
+
+def test_up_lists_the_files_it_could_not_read(cli):
+    """A file that failed is reported once per change (sync re-reads only what changed), so
+    `remem up` names the reasons itself instead of pointing at a later `remem sync`."""
+    from conftest import copy_fixture
+
+    copy_fixture("claude-code/projects", Path(os.environ["HOME"]) / ".claude" / "projects")
+    r = cli("up", "--no-daemon")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    assert "could not be read:" in out
+    reasons = [line.strip()[2:] for line in out.splitlines() if line.strip().startswith("! ")]
+    assert any("edge_cases.jsonl: not a json object" in x for x in reasons), out
+    again = cli("sync", "--json")
+    assert json.loads(again.stdout)["total"]["errors"] == []  # unchanged files are not read again

@@ -10,6 +10,8 @@ import click
 
 from . import emit, fail, handle_errors
 
+UP_ERRORS = 10  # reasons `remem up` lists for files it could not read (as `remem sync` does)
+
 
 def _home(ctx: click.Context) -> Path:
     from ..config import home_dir
@@ -194,7 +196,14 @@ def up(ctx: click.Context, no_import: bool, no_daemon: bool, as_json: bool) -> N
                 click.echo(f"imported: {t.get('turns_added', 0)} new memories from {t.get('messages_scanned', 0)} "
                            f"messages ({t.get('duplicates', 0)} already known)")
             if t.get("failed"):
-                click.echo(f"  {t['failed']} could not be read; see `remem sync --json` for the reasons")
+                # a file is reported once per change (sync.py), so the reasons are shown here, not deferred
+                errs = [e for e in t.get("errors") or [] if "no history found" not in e]
+                click.echo(f"  {t['failed']} could not be read:")
+                for err in errs[:UP_ERRORS]:
+                    click.echo(f"  ! {err}")
+                if len(errs) > UP_ERRORS:
+                    click.echo(f"  … and {len(errs) - UP_ERRORS} more: `remem sync --json --full` reads every file "
+                               "again and lists them all")
         click.echo(f"remem home: {d['home']}  ·  memories stored: {d['memories']}")
         if d.get("url"):
             click.echo(f"viewer: {d['url']}  (daemon {d['daemon']}, pid {d['pid']})")
