@@ -98,3 +98,24 @@ def test_sketch_memory_is_a_thirty_second_of_the_vectors(small_approx):
     assert idx.sketch.nbytes == len(x) * 384 // 8
     mem = idx.memory_bytes()
     assert mem["total_bytes"] / mem["raw_vector_bytes"] <= 1.2
+
+
+def test_owner_means_follow_puts_replacements_and_drops():
+    """The packet gate's baseline: each owner's mean vector, kept as running sums."""
+    x = clustered(300, seed=5)
+    idx = build(x[:200], owner_of=lambda i: "a" if i % 3 else "b")
+    idx._put("r7", x[250].tobytes(), "a", "a", "p")      # replaced: its old vector leaves the sum
+    idx._put("r8", x[251].tobytes(), "b", "a", "p")      # … and it may move to another owner
+    for rid in ("r10", "r11", "r12"):
+        idx._drop(rid)
+    idx._drop("nope")                                    # unknown ids change nothing
+    live = {f"r{i}": x[i] for i in range(200) if f"r{i}" not in ("r10", "r11", "r12")}
+    live["r7"], live["r8"] = x[250], x[251]
+    owner = {r: ("a" if int(r[1:]) % 3 else "b") for r in live}
+    owner["r8"] = "b"
+    for who in ("a", "b"):
+        want = np.mean([v for r, v in live.items() if owner[r] == who], axis=0)
+        assert np.allclose(idx.mean_vector(Scope.of(who)), want, atol=1e-5)
+    both = np.mean(list(live.values()), axis=0)
+    assert np.allclose(idx.mean_vector(Scope.of(["a", "b"])), both, atol=1e-5)
+    assert idx.mean_vector(Scope.of("stranger")) is None

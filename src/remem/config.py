@@ -27,6 +27,8 @@ DEFAULTS: dict[str, Any] = {
         "onnx": True,              # e5-small on onnxruntime in the daemon: same weights, ~3x faster
         "openai_base_url": "",     # set to use an OpenAI-compatible server (Ollama, vLLM, …)
         "openai_model": "",
+        "related_margin": "auto",  # packets keep a vector hit this much closer than the owner's typical
+                                   # memory; "auto" = the model's calibrated value (docs/recall.md)
     },
     "recall": {
         "token_budget": 2000,      # enough for 5–8 memories without crowding the agent's context
@@ -175,6 +177,8 @@ class Config:
         value = _coerce(raw, like) if isinstance(raw, str) else raw
         if key == "recall.token_budget" and not 800 <= int(value) <= 4000:
             raise ConfigError("recall.token_budget must be between 800 and 4000")
+        if key == "embedding.related_margin":
+            value = related_margin_value(value)
         _set(self.file_values, key, value)
         save_file(self.path, self.file_values)
         _set(self.values, key, value)
@@ -184,6 +188,19 @@ class Config:
         agents = self.values.get("agents") or {}
         got = agents.get(agent) or {}
         return got if isinstance(got, dict) else {}
+
+
+def related_margin_value(value: Any) -> Any:
+    """``embedding.related_margin``: "auto" or a cosine difference in [-2, 2]."""
+    if isinstance(value, str) and value.strip().lower() in ("auto", ""):
+        return "auto"
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"embedding.related_margin must be \"auto\" or a number in [-2, 2], got {value!r}") from None
+    if not -2.0 <= f <= 2.0:
+        raise ConfigError(f"embedding.related_margin must be in [-2, 2], got {f}")
+    return f
 
 
 def save_file(path: Path, data: dict[str, Any]) -> None:
@@ -215,6 +232,12 @@ def load(home: str | os.PathLike[str] | None = None, env: dict[str, str] | None 
     for var, key in ENV_KEYS.items():
         if var in env and env[var] != "":
             _set(values, key, _coerce(env[var], _get(DEFAULTS, key)))
+    try:
+        _set(values, "embedding.related_margin", related_margin_value(_get(values, "embedding.related_margin")))
+    except KeyError:
+        pass  # an "embedding" that is not a mapping is reported where it is used
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
     return Config(home=h, values=values, file_values=file_values)
 
 

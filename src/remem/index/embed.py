@@ -58,6 +58,7 @@ __all__ = [
     "get_embedder",
     "l2_normalize",
     "register_embedder",
+    "related_margin",
 ]
 
 # Chosen by bench/embedders.py (bench/RESULTS.md, "Embedding models"): best recall of the local
@@ -65,6 +66,24 @@ __all__ = [
 # 0.1 s. Its cost is speed (about 16 short or 0.7 long texts per CPU second), so remem embeds
 # what carries the signal, in the background. use-m3 is the fast multilingual alternative.
 DEFAULT_EMBEDDER = "e5-small"
+
+# How much closer than the owner's typical memory (the cosine to the mean of their vectors) a
+# memory found by its vector must be before it may enter an agent's packet; search keeps every
+# hit. An absolute cosine cannot say "related": e5 puts unrelated pairs at 0.80-0.85 and related
+# ones at 0.82-0.93, and both bands move with the kind of text (chat sits lower than code), while
+# the distance above the mean moves far less. Each value is the margin 75 % of LoCoMo dev
+# questions' closest evidence turn clears, rounded (`bench/packet_gate.py`; bench/RESULTS.md
+# "Packet gate (model)" also shows what it keeps out). Unknown models (OpenAI-compatible
+# servers) have none: set ``embedding.related_margin`` for them.
+RELATED_MARGIN = {"e5-small-q4:384": 0.05, "minilm-l6-int8:384": 0.23, "use-m3:512": 0.15, "hash:512": 0.09}
+
+
+def related_margin(model_id: str, setting: Any = "auto") -> float | None:
+    """The packet's margin for vector hits of ``model_id``: ``setting`` (a number, from
+    ``embedding.related_margin``) or, for "auto", the calibrated value (None when unknown)."""
+    if setting not in (None, "", "auto"):
+        return float(setting)
+    return RELATED_MARGIN.get(model_id)
 
 
 class EmbedderError(RuntimeError):

@@ -127,6 +127,8 @@ class VectorIndex:
         self.sketch = np.zeros((0, 0), dtype=np.uint64)  # (words, slots) sign bits, one array
         self.version = 0                               # bumped by every write, for the scope masks
         self._masks: dict[tuple[Scope, int], np.ndarray] = {}
+        self.owner_sum: dict[int, np.ndarray] = {}     # owner code → sum of its live vectors (float64)
+        self.owner_rows: dict[int, int] = {}           # owner code → its live rows
 
     # -- building ------------------------------------------------------------------------
     def _grow_meta(self, need: int) -> None:
@@ -144,7 +146,9 @@ class VectorIndex:
         if v.shape[0] != self.dim:
             return  # a vector of another dimension under the same model id: ignore it
         slot = self.slot_of.get(row_id)
-        if slot is None:
+        if slot is not None:
+            self._unsum(slot)
+        else:
             slot = self.n
             self.n += 1
             b, r = divmod(slot, BLOCK)
@@ -160,14 +164,20 @@ class VectorIndex:
             self._grow_meta(self.n)
         self.version += 1
         self.blocks[slot // BLOCK][slot % BLOCK] = v
-        self.meta[slot] = (self.owners.code(owner), self.agents.code(agent), self.projects.code(project))
+        oc = self.owners.code(owner)
+        self.meta[slot] = (oc, self.agents.code(agent), self.projects.code(project))
         self.alive[slot] = True
+        if oc not in self.owner_sum:
+            self.owner_sum[oc] = np.zeros(self.dim, dtype=np.float64)
+        self.owner_sum[oc] += v
+        self.owner_rows[oc] = self.owner_rows.get(oc, 0) + 1
         if self.center is not None:
             self._sketch_rows(slot, slot + 1)
 
     def _drop(self, row_id: str) -> None:
         slot = self.slot_of.pop(row_id, None)
         if slot is not None:
+            self._unsum(slot)
             self.version += 1
             self.alive[slot] = False
             self.row_ids[slot] = None
@@ -198,6 +208,23 @@ class VectorIndex:
                 changed += 1
             self.seen_created = float(newest)
         return changed
+
+    def _unsum(self, slot: int) -> None:
+        """Take a live slot's vector out of its owner's sum (before it is replaced or dropped)."""
+        if self.alive[slot]:
+            oc = int(self.meta[slot, 0])
+            self.owner_sum[oc] -= self.blocks[slot // BLOCK][slot % BLOCK]
+            self.owner_rows[oc] -= 1
+
+    def mean_vector(self, scope: Scope) -> np.ndarray | None:
+        """The mean of the scope owners' vectors (kept as running sums; agent and project
+        filters are not applied: this is the owner's "typical memory", not a search)."""
+        codes = [self.owners.ids[o] for o in scope.owners if o in self.owners.ids]
+        rows = sum(self.owner_rows.get(c, 0) for c in codes)
+        if not rows:
+            return None
+        total = sum((self.owner_sum[c] for c in codes if self.owner_rows.get(c)), np.zeros(self.dim))
+        return (total / rows).astype(np.float32)
 
     # -- sign sketch -------------------------------------------------------------------
     def _signs(self, vecs: np.ndarray) -> np.ndarray:
@@ -389,6 +416,17 @@ def search_fields(db: sqlite3.Connection, scope: Scope, query: np.ndarray, model
     later = _pool("field").submit(one, fields[0])
     out = {f: one(f) for f in fields[1:]}
     return {fields[0]: later.result(), **out}
+
+
+def mean_similarity(db: sqlite3.Connection, scope: Scope, query: np.ndarray, model_id: str,
+                    field: str) -> float | None:
+    """The query's cosine to the scope owners' mean vector of ``field``: how close a typical
+    memory of theirs is, the baseline a related hit must stand out from (None: no vectors)."""
+    q = np.asarray(query, dtype=np.float32).reshape(-1)
+    idx = get_index(db, model_id, field, int(q.shape[0]))
+    with idx.lock:
+        mean = idx.mean_vector(scope)
+    return None if mean is None else float(mean @ q)
 
 
 def has_vectors(db: sqlite3.Connection, model_id: str, field: str) -> bool:

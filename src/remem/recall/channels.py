@@ -322,6 +322,7 @@ def vector_channels(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, names
     if vec is None:
         return {n: Channel(n, available=False, reason=reason) for n in names}
     from ..index import vectors  # numpy: only once a vector search will really run
+    from ..index.embed import related_margin
 
     ready = []
     for name in names:
@@ -331,10 +332,16 @@ def vector_channels(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, names
         else:
             out[name] = Channel(name, available=False, reason=f"no {fld} embeddings for {model} yet")
     found = vectors.search_fields(mem.db, scope, vec, model, [VECTOR_FIELDS[n] for n in ready], cfg.pool)
+    margin = related_margin(model, mem.config.get("embedding.related_margin")) if cfg.vector_related else None
     for name in ready:
         hits = found[VECTOR_FIELDS[name]]
         floor = max(cfg.min_vector_sim, cfg.vector_floor * hits[0][1] if hits else 0.0)
-        out[name] = Channel(name, [h for h in hits if h[1] >= floor and h[1] > 0])
+        if margin is not None and hits:
+            base = vectors.mean_similarity(mem.db, scope, vec, model, VECTOR_FIELDS[name])
+            floor = max(floor, (base or 0.0) + margin)
+        kept = [h for h in hits if h[1] >= floor and h[1] > 0]
+        why = f"nothing close enough: best cosine {hits[0][1]:.3f} < {floor:.3f}" if hits and not kept else ""
+        out[name] = Channel(name, kept, reason=why)
     return {n: out[n] for n in names}
 
 

@@ -53,6 +53,8 @@ class RecallConfig:
     failed_penalty: float = 0.0
     speaker_boost: float = 1.3  # chat transcripts ("Name: …"): the one person the query names spoke it
     min_vector_sim: float = 0.0  # vector hits below this cosine are dropped
+    vector_related: bool = False  # … and those not clearly closer than the owner's typical memory
+                                  # (embed.related_margin: calibrated per model)
     vector_floor: float = 0.5    # … and those below this × the best hit's cosine (nearest ≠ related)
 
     def with_(self, **kw: Any) -> RecallConfig:
@@ -73,8 +75,8 @@ class RecallConfig:
 DEFAULT = RecallConfig()
 
 # Packets for an agent: fewer, more diverse, clearly relevant items.
-# A vector-only hit must also be close in absolute terms (nearest is not the same as related).
-PACKET = DEFAULT.with_(threshold=0.35, mmr_lambda=0.75, session_cap=2, failed_penalty=0.3, min_vector_sim=0.3)
+# A vector hit must also be close in absolute terms for its model (nearest is not the same as related).
+PACKET = DEFAULT.with_(threshold=0.35, mmr_lambda=0.75, session_cap=2, failed_penalty=0.3, vector_related=True)
 
 _PLAIN = dict(session_weight=0.0, neighbour_weight=0.0, agreement=0.0, recency_weight=0.0,
               importance_weight=0.0, stop_words=False, stem_prefix=False, speaker_boost=1.0,
