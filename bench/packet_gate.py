@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Packet gate: does an agent's packet keep what is related and leave out what is not?
 
-A memory found only by its vector enters a packet when it is clearly closer to the prompt than
-the owner's typical memory (``embed.RELATED_MARGIN``, per model). This harness
+Two gates decide what may enter an agent's packet. A memory found by its vector must be clearly
+closer to the prompt than the owner's typical memory (``embed.RELATED_MARGIN``, per model); one
+found by the word channels alone must hold a share of the prompt's word weight
+(``channels.coverage``, ``PACKET.min_coverage``). This harness
 
 * **calibrates** the margin: for every LoCoMo dev question (categories 1–4) the margin of its
   closest evidence turn (cosine to the query as the vector channel embeds it, minus the
   query's cosine to the mean of the owner's vectors); the value shipped is the 25th percentile,
   rounded (75 % of questions' closest evidence clears it; the lexical channels find much of
   the rest, so the packets lose less, see the table);
-* measures **packets** (the real ``turn_start``) under each gate:
+* measures **packets** (the real ``turn_start``) under each gate (the rows of its table):
   - LoCoMo, own conversation: share of questions with an evidence turn in the packet, items;
   - LoCoMo, the next conversation (other people, same kind of talk): items injected;
   - coding: a small synthesized store of coding turns (below; written for this harness, not
@@ -129,19 +131,23 @@ CODING_UNRELATED = [
     "解释一下 TCP 三次握手",
 ]
 
-GATES = ("cosine 0.3 (before)", "margin (calibrated)", "off")
+GATES = ("before: cosine 0.3", "vector margin", "vector margin + word coverage (shipped)", "off")
 
 
 def gate_config(mem: Any, name: str) -> Any:
+    """The packet configuration a gate names; "margin 0.05" / "coverage 0.3" vary the shipped one."""
     from remem.recall.config import PACKET
 
-    # "margin 0.05": the calibrated gate with another margin (what the curve in RESULTS.md shows)
     mem.config.values["embedding"]["related_margin"] = float(name.split()[1]) if name.startswith("margin ") \
-        and name.split()[1][0].isdigit() else "auto"
-    if name == "cosine 0.3 (before)":
-        return PACKET.with_(vector_related=False, min_vector_sim=0.3)
+        else "auto"
+    if name == "before: cosine 0.3":
+        return PACKET.with_(vector_related=False, min_vector_sim=0.3, min_coverage=0.0)
+    if name == "vector margin":
+        return PACKET.with_(min_coverage=0.0)
     if name == "off":
-        return PACKET.with_(vector_related=False, min_vector_sim=0.0)
+        return PACKET.with_(vector_related=False, min_vector_sim=0.0, min_coverage=0.0)
+    if name.startswith("coverage "):
+        return PACKET.with_(min_coverage=float(name.split()[1]))
     return PACKET
 
 
@@ -265,15 +271,17 @@ def render(res: dict[str, Any]) -> str:
            f"Margin of each LoCoMo dev question's closest evidence turn over the owner's mean (n = {cal['n']}): "
            + ", ".join(f"{k} {v}" for k, v in cal["margin"].items())
            + "; its plain cosine: " + ", ".join(f"{k} {v}" for k, v in cal["cosine"].items())
-           + f". Shipped margin: {res['margin']}.", "",
+           + f". Shipped: margin {res['margin']}, word coverage {res['coverage']}.", "",
+           "Rows \"margin X\" vary the vector margin and \"coverage X\" the word coverage, the other as shipped.", "",
            "| gate | LoCoMo: evidence in packet | items | other conversation: items | non-empty "
-           "| coding paraphrase: target in packet | items | unrelated coding prompt: items | empty |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "| coding paraphrase: target in packet | items | unrelated coding prompt: items | empty | turn_start p50 ms |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["gates"]:
         out.append(f"| {r['gate']} | {r['locomo_own']['evidence_in_packet']} % | {r['locomo_own']['items']} "
                    f"| {r['locomo_other']['items']} | {r['locomo_other']['non_empty']} % "
                    f"| {r['coding_related']['target_in_packet']} % | {r['coding_related']['items']} "
-                   f"| {r['coding_unrelated']['items']} | {r['coding_unrelated']['empty']} % |")
+                   f"| {r['coding_unrelated']['items']} | {r['coding_unrelated']['empty']} % "
+                   f"| {r['turn_start_p50_ms']} |")
     return "\n".join(out)
 
 
@@ -282,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared/bench/locomo-dev.json"))
     ap.add_argument("--home", help="reuse this home (LoCoMo and the coding store are written once)")
     ap.add_argument("--limit", type=int, help="first N conversations")
-    ap.add_argument("--margins", default="", help="also gate with these margins (comma-separated): the trade-off")
+    ap.add_argument("--margins", default="", help="also gate with these vector margins (comma-separated)")
+    ap.add_argument("--coverages", default="", help="also gate with these word coverages (comma-separated)")
     ap.add_argument("--write", action="store_true", help="update bench/RESULTS.md")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -296,11 +305,15 @@ def main(argv: list[str] | None = None) -> int:
     mem, ids, coding = build(args.home or tmp.name, convs, say)  # type: ignore[union-attr]
     try:
         from remem.index.embed import related_margin
+        from remem.recall.config import PACKET
 
         res: dict[str, Any] = {"calibration": calibrate(mem, convs, ids)}
         res["margin"] = related_margin(res["calibration"]["model"])
+        res["coverage"] = PACKET.min_coverage
         res["gates"] = []
-        for gate in [*GATES, *(f"margin {m}" for m in args.margins.split(",") if m.strip())]:
+        extra = [f"margin {m}" for m in args.margins.split(",") if m.strip()]
+        extra += [f"coverage {c}" for c in args.coverages.split(",") if c.strip()]
+        for gate in [*GATES, *extra]:
             say(f"packets: {gate} …")
             res["gates"].append(packets(mem, convs, ids, coding, gate))
         res["seconds"] = time.perf_counter() - t0

@@ -106,3 +106,54 @@ def test_related_margin_setting(tmp_path):
     (home / "config.yaml").write_text("embedding:\n  related_margin: lots\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="config.yaml.*related_margin"):
         load_config(home)
+
+
+# ------------------------------------------------------------------ the word gate
+
+
+def test_coverage_weighs_the_prompts_words_by_idf():
+    from remem.recall.channels import coverage
+    from remem.recall.query import build
+
+    df = {"redis": 2, "memory": 40, "growing": 30, "set": 300, "up": 400, "kubernetes": 0, "test": 50, "retry": 5,
+          "backoff": 3}
+    n = 1000
+    q = build("why is redis memory growing")
+    assert coverage(q, "Redis memory keeps growing", n, df) == 1.0
+    assert 0.0 < coverage(q, "memory pains", n, df) < coverage(q, "redis grew", n, df) < 1.0  # rare weighs more
+    assert coverage(q, "nothing in common", n, df) == 0.0
+    # one common word of a prompt about something never seen is not enough
+    assert coverage(build("set up a kubernetes autoscaler"), "Set up pre-commit with ruff", n, df) < 0.25
+    # words are taken as the index splits them, and a stem matches
+    assert coverage(build("test_retry_backoff"), "the retry backoff test", n, df) == 1.0
+    assert coverage(build("painting"), "she paints every day", n, {"painting": 3}) == 1.0
+    # CJK words by containment
+    assert coverage(build("订单导出超时"), "把订单导出改成异步任务", n, {}) > 0.0
+    assert coverage(build("!!! ???"), "anything", n, df) == 1.0  # no words: nothing to weigh
+
+
+def test_long_prompts_are_judged_by_their_weightiest_words():
+    from remem.recall.channels import COVERAGE_TERMS, coverage
+    from remem.recall.query import build
+
+    rare = {f"zz{i}": 1 for i in range(40)}
+    words = " ".join(f"zz{i}" for i in range(40))
+    got = coverage(build(words), " ".join(f"zz{i}" for i in range(COVERAGE_TERMS)), 10_000, rare)
+    assert got == 1.0  # the 8 weightiest words are all there; the other 32 do not dilute it
+
+
+def test_packets_drop_turns_found_by_one_common_word(mem):
+    mem.add_turns([TurnIn(request=q, reply=a, owner="default", agent="codex", project="shop", session_id=f"s{i}")
+                   for i, (q, a) in enumerate([
+                       ("Set up pre-commit with ruff and mypy", "Added .pre-commit-config.yaml with ruff and mypy."),
+                       ("Set up Sentry error reporting", "Installed sentry-sdk with the Django integration."),
+                       ("Redis memory keeps growing", "Session keys had no TTL; set a 7-day expiry.")])])
+    mem.config.values["embedding"]["enabled"] = False  # words alone: the vector gate has its own tests
+    scope = mem.scope()
+    prompt = "set up a Kubernetes horizontal pod autoscaler"
+    before = turn_start(mem, prompt, scope, config=PACKET.with_(min_coverage=0.0))
+    assert any(i["request"].startswith("Set up") for i in before["items"]), "the words found them"
+    assert turn_start(mem, prompt, scope)["items"] == []
+    kept = turn_start(mem, "which linters does pre-commit run, ruff?", scope)["items"]
+    assert kept and kept[0]["request"].startswith("Set up pre-commit")
+    assert kept[0]["details"]["evidence"]["coverage"] >= PACKET.min_coverage

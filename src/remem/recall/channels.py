@@ -80,6 +80,39 @@ def word_expression(q: Query, cfg: RecallConfig, db: sqlite3.Connection | None =
     return word_query(q, cfg, db)[0]
 
 
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+COVERAGE_TERMS = 8  # coverage counts the query's 8 weightiest words (most prompts have fewer)
+
+
+def coverage(q: Query, text: str, n: int, df: dict[str, int]) -> float:
+    """Share of the query's word weight (IDF over ``n`` turns with document frequencies ``df``)
+    that ``text`` holds: a word counts when the text has it, or a word of the same stem; a CJK
+    word when the text contains it. Query words are taken as the word index splits them, so
+    ``test_retry_backoff`` is three words; a word the store never saw weighs as its rarest (in a
+    tiny store nearly every word would be unseen). 1.0 for a query without words."""
+    words = coverage_terms(q)
+    if not words:
+        return 1.0
+    toks = {t.lower() for t in _TOKEN.findall(text)}
+    stems = {stem(t) for t in toks}
+    weights, matched = [], []
+    for w in words:
+        d = max(1, df.get(w, 0))
+        idf = math.log(1.0 + max(0.0, n - d + 0.5) / (d + 0.5))
+        weights.append(idf)
+        if (w in text) if _CJK.match(w) else (w in toks or stem(w) in stems):
+            matched.append(idf)
+    # a long prompt (a pasted log, a page of instructions) is judged by its weightiest words
+    total = sum(sorted(weights, reverse=True)[:COVERAGE_TERMS])
+    return min(1.0, sum(sorted(matched, reverse=True)[:COVERAGE_TERMS]) / total) if total else 1.0
+
+
+def coverage_terms(q: Query) -> list[str]:
+    """The terms :func:`coverage` weighs: the query's words as the index splits them, and its CJK words."""
+    words = [t.lower() for w in q.words for t in (_TOKEN.findall(w) or [w]) if not _CJK.match(t)]
+    return list(dict.fromkeys([*words, *q.cjk_words]))
+
+
 def word_query(q: Query, cfg: RecallConfig, db: sqlite3.Connection | None = None) -> tuple[str, bool]:
     """(FTS expression, made only of common words) for the bm25 channel: words (or prefixes of their stems) and CJK terms.
 

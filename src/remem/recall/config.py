@@ -56,6 +56,8 @@ class RecallConfig:
     vector_related: bool = False  # … and those not clearly closer than the owner's typical memory
                                   # (embed.related_margin: calibrated per model)
     vector_floor: float = 0.5    # … and those below this × the best hit's cosine (nearest ≠ related)
+    min_coverage: float = 0.0    # a turn only words found must hold this share of the query's word
+                                 # weight (IDF), or it is dropped (channels.coverage; packets: 0.25)
 
     def with_(self, **kw: Any) -> RecallConfig:
         return replace(self, **kw)
@@ -76,7 +78,11 @@ DEFAULT = RecallConfig()
 
 # Packets for an agent: fewer, more diverse, clearly relevant items.
 # A vector hit must also be close in absolute terms for its model (nearest is not the same as related).
-PACKET = DEFAULT.with_(threshold=0.35, mmr_lambda=0.75, session_cap=2, failed_penalty=0.3, vector_related=True)
+# A turn only the word channels found must share enough of the prompt's weight: one common word
+# ("set up …", "time") is not a reason to show a memory (bench/packet_gate.py: 0.25 keeps 92 % of
+# the LoCoMo evidence that only words found, and none of what unrelated coding prompts pulled in).
+PACKET = DEFAULT.with_(threshold=0.35, mmr_lambda=0.75, session_cap=2, failed_penalty=0.3, vector_related=True,
+                       min_coverage=0.25)
 
 _PLAIN = dict(session_weight=0.0, neighbour_weight=0.0, agreement=0.0, recency_weight=0.0,
               importance_weight=0.0, stop_words=False, stem_prefix=False, speaker_boost=1.0,

@@ -25,6 +25,7 @@ from ..scope import Scope
 from ..store import recall as recrepo
 from ..store import turns as turnrepo
 from . import packet as pk
+from .channels import coverage, coverage_terms
 from .config import PACKET, RecallConfig
 from .search import Ranked, rank, search_sessions, to_results
 
@@ -75,6 +76,8 @@ def _packet(mem: Remem, prompt: str, scope: Scope, *, entry: str, project: str |
         return {**base, "text": "", "items": [], "tokens": 0, "stats": {}, "skipped": "trivial prompt"}
     ranked = rank(mem, prompt, scope, k=d["k"] * 2, cfg=cfg, now=now)
     order = [(t, s) for t, s in ranked.items if _relevant(ranked, t)]
+    if cfg.min_coverage > 0:
+        order = _covered(mem, scope, ranked, order, cfg.min_coverage)
     if project:
         boosted = []
         for t, s in order:
@@ -89,6 +92,42 @@ def _packet(mem: Remem, prompt: str, scope: Scope, *, entry: str, project: str |
     if kept:
         turnrepo_touch(mem, scope, [i["id"] for i in kept], now)
     return {**base, "text": text, "items": kept, "tokens": tokens, "stats": ranked.stats()}
+
+
+_WORD_CHANNELS = {"bm25", "substring"}
+
+
+def _covered(mem: Remem, scope: Scope, ranked: Ranked, order: list[tuple[str, float]],
+             least: float) -> list[tuple[str, float]]:
+    """``order`` without the turns only the word channels found that hold less than ``least``
+    of the prompt's word weight (each kept one shows its coverage in its details)."""
+    words_only = [t for t, _ in order if set(ranked.details.get(t, {}).get("channels", {})) <= _WORD_CHANNELS]
+    if not words_only:
+        return order
+    rows = recrepo.full_rows(mem.db, scope, words_only)
+    n, df = recrepo.doc_freqs(mem.db, coverage_terms(ranked.query))
+    n = max(n, 1)
+    keep = []
+    for t, s in order:
+        if t in rows:
+            row = rows[t]
+            c = coverage(ranked.query, _words_text(row), n, df)
+            ranked.details[t].setdefault("evidence", {})["coverage"] = round(c, 3)
+            if c < least:
+                continue
+        keep.append((t, s))
+    return keep
+
+
+def _words_text(row: dict[str, Any]) -> str:
+    """The text the word index holds for a turn: request, reply, summary and its tool calls."""
+    parts = [row.get("request") or "", row.get("reply") or "", row.get("summary") or ""]
+    acts = row.get("actions")
+    if isinstance(acts, str):
+        parts.append(acts)
+    elif isinstance(acts, list):
+        parts += [str(v) for a in acts if isinstance(a, dict) for v in a.values() if isinstance(v, str)]
+    return "\n".join(p for p in parts if p)
 
 
 def _attach_fixes(mem: Remem, scope: Scope, items: list[dict[str, Any]], skip_shown: bool = True) -> None:
