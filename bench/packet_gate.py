@@ -317,8 +317,11 @@ def main(argv: list[str] | None = None) -> int:
             say(f"packets: {gate} …")
             res["gates"].append(packets(mem, convs, ids, coding, gate))
         res["seconds"] = time.perf_counter() - t0
+        curve = (f" --margins {args.margins}" if args.margins else "") + \
+            (f" --coverages {args.coverages}" if args.coverages else "")
         res["command"] = ("REMEM_EMBEDDING_MODEL=" + os.environ.get("REMEM_EMBEDDING_MODEL", "default")
-                          + " .venv/bin/python bench/packet_gate.py --data ../shared/bench/locomo-dev.json --write")
+                          + " .venv/bin/python bench/packet_gate.py --data ../shared/bench/locomo-dev.json"
+                          + curve + " --write")
     finally:
         mem.close()
         if tmp is not None:
