@@ -157,3 +157,18 @@ def test_packets_drop_turns_found_by_one_common_word(mem):
     kept = turn_start(mem, "which linters does pre-commit run, ruff?", scope)["items"]
     assert kept and kept[0]["request"].startswith("Set up pre-commit")
     assert kept[0]["details"]["evidence"]["coverage"] >= PACKET.min_coverage
+
+
+def test_the_same_text_from_several_agents_is_shown_once(mem):
+    same = ("Add a --since flag to the sync command", "Added --since to sync.")
+    mem.add_turns([TurnIn(request=same[0], reply=same[1], owner="default", agent=a, project="app", session_id=a)
+                   for a in ("cursor", "gemini", "hermes")]
+                  + [TurnIn(request=same[0], reply="Added --since to sync (src/cli.py).", owner="default",
+                            agent="codex", project="app", session_id="c")])
+    mem.config.values["embedding"]["enabled"] = False
+    got = turn_start(mem, "add a since flag to sync", mem.scope())
+    texts = [(i["request"], i["reply"]) for i in got["items"]]
+    assert len(texts) == len(set(texts)) == 2  # the codex turn says more: it stays
+    first = got["items"][0]
+    assert sorted(a["agent"] for a in first["also"]) == sorted({"cursor", "gemini", "hermes"} - {first["agent"]})
+    assert "the same text was also recorded by:" in got["text"]

@@ -86,12 +86,28 @@ def _packet(mem: Remem, prompt: str, scope: Scope, *, entry: str, project: str |
                 s *= d["project_boost"]
             boosted.append((t, s))
         order = sorted(boosted, key=lambda x: -x[1])
-    items = _items(mem, scope, ranked, order[: d["k"]])
+    items = _distinct(_items(mem, scope, ranked, order))[: d["k"]]
     _attach_fixes(mem, scope, items)
     text, kept, tokens = pk.render(items, budget=budget, now=now)
     if kept:
         turnrepo_touch(mem, scope, [i["id"] for i in kept], now)
     return {**base, "text": text, "items": kept, "tokens": tokens, "stats": ranked.stats()}
+
+
+def _distinct(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per text: the same request and reply recorded by several agents (the same work
+    imported from two tools, a prompt repeated) is shown once, best first, with the others named."""
+    seen: dict[str, dict[str, Any]] = {}
+    out = []
+    for it in items:
+        key = " ".join((it.get("request") or "").lower().split()) + "\0" + " ".join((it.get("reply") or "").lower().split())
+        first = seen.get(key)
+        if first is None:
+            seen[key] = it
+            out.append(it)
+        else:
+            first.setdefault("also", []).append({"id": it["id"], "agent": it["agent"], "project": it["project"]})
+    return out
 
 
 _WORD_CHANNELS = {"bm25", "substring"}

@@ -156,6 +156,11 @@ def render_item(n: int, item: dict[str, Any], now: float, chars: int) -> str:
         body += "\n(this turn failed" + (f": {sigs})" if sigs else ")")
     for label, extra in item.get("evidence", []):
         body += f"\n{escape(label)}: " + escape(_clip(extra, 240))
+    also = item.get("also") or []
+    if also:
+        names = list(dict.fromkeys(str(a.get("agent") or "unknown") for a in also))
+        body += "\nthe same text was also recorded by: " + ", ".join(escape(x) for x in names[:6]) \
+            + (f" and {len(names) - 6} more" if len(names) > 6 else "")
     paths = find_paths((item.get("request") or "") + "\n" + (item.get("reply") or ""))
     if paths:
         body += "\npaths (verify before use, files may have moved): " + ", ".join(escape(p) for p in paths)
