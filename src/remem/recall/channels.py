@@ -86,21 +86,21 @@ COVERAGE_TERMS = 8  # coverage counts the query's 8 weightiest words (most promp
 
 def coverage(q: Query, text: str, n: int, df: dict[str, int]) -> float:
     """Share of the query's word weight (IDF over ``n`` turns with document frequencies ``df``)
-    that ``text`` holds: a word counts when the text has a word starting with its stem (as the
-    bm25 channel's ``stem*`` matched it); a CJK word when the text contains it. Query words are taken as the word index splits them, so
+    that ``text`` holds: a word counts when the text has it, or a word of the same stem; a CJK
+    word when the text contains it. Query words are taken as the word index splits them, so
     ``test_retry_backoff`` is three words; a word the store never saw weighs as its rarest (in a
     tiny store nearly every word would be unseen). 1.0 for a query without words."""
     words = coverage_terms(q)
     if not words:
         return 1.0
-    low = text.lower()
+    toks = {t.lower() for t in _TOKEN.findall(text)}
+    stems = {stem(t) for t in toks}
     weights, matched = [], []
     for w in words:
         d = max(1, df.get(w, 0))
         idf = math.log(1.0 + max(0.0, n - d + 0.5) / (d + 0.5))
         weights.append(idf)
-        # a word, or one starting with its stem (what the bm25 channel's "stem*" matched)
-        if (w in low) if _CJK.match(w) else re.search(r"(?<![^\W_])" + re.escape(stem(w)), low):
+        if (w in text) if _CJK.match(w) else (w in toks or stem(w) in stems):
             matched.append(idf)
     # a long prompt (a pasted log, a page of instructions) is judged by its weightiest words
     total = sum(sorted(weights, reverse=True)[:COVERAGE_TERMS])
