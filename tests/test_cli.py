@@ -168,3 +168,15 @@ def test_up_lists_the_files_it_could_not_read(cli):
     assert any("edge_cases.jsonl: not a json object" in x for x in reasons), out
     again = cli("sync", "--json")
     assert json.loads(again.stdout)["total"]["errors"] == []  # unchanged files are not read again
+
+
+def test_search_shows_when_the_work_happened_not_when_it_was_stored(mem, cli):
+    from remem.model import TurnIn
+
+    mem.add_turns([TurnIn(request="rotate the zebrafish keys", reply="done with vault", owner="default",
+                          agent="codex", project="ops", session_id="s", started_at=1_700_000_000.0,
+                          ended_at=1_700_000_060.0)])
+    out = cli("search", "zebrafish").stdout.decode()
+    assert "2023-11-14 22:14" in out, out  # ended_at, in UTC
+    got = json.loads(cli("search", "zebrafish", "--json").stdout)["results"][0]
+    assert (got["started_at"], got["ended_at"]) == (1_700_000_000.0, 1_700_000_060.0)

@@ -85,7 +85,9 @@ def search(ctx: click.Context, query: str, owner: str | None, agent: str | None,
             click.echo("no memories match")
         for i, r in enumerate(data["results"], 1):
             first = r["text"].splitlines()[0] if r["text"] else ""
-            click.echo(f"{i:>2}. {r['id']}  {r['agent']} · {r['project'] or '-'} · {_when(r['created_at'])}"
+            # when the work happened (an imported turn was stored long after it)
+            when = r.get("ended_at") or r.get("started_at") or r["created_at"]
+            click.echo(f"{i:>2}. {r['id']}  {r['agent']} · {r['project'] or '-'} · {_when(when)}"
                        f"  score={r['score']:.4f}")
             click.echo(f"    {first[:160]}")
             if explain and "details" in r:

@@ -254,7 +254,8 @@ def to_results(mem: Remem, scope: Scope, ranked: Ranked, *, explain: bool) -> li
             continue
         item = {"id": tid, "score": round(score, 6), "text": result_text(row), "owner": row["owner"],
                 "agent": row["agent"], "project": row["project"], "session_id": row["session_id"],
-                "created_at": row["created_at"], "updated_at": row["updated_at"], "status": row["status"]}
+                "created_at": row["created_at"], "updated_at": row["updated_at"], "started_at": row["started_at"],
+                "ended_at": row["ended_at"], "status": row["status"]}
         if explain:
             d = ranked.details.get(tid, {"channels": {}, "boosts": {}})
             chans = {n: {**c, "score": round(float(c["score"]), 4)} for n, c in d.get("channels", {}).items()}
