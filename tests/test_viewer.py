@@ -248,3 +248,33 @@ def test_empty_home_shows_what_to_do(tmp_path, browser):
         assert "Cannot reach" in page.inner_text(".error-box")
         ctx.close()
     assert httpx  # keep the import for type checkers
+
+
+def test_search_filters_by_when_the_work_happened(tmp_path, browser):
+    """An imported turn from two years ago is stored today: a "last 7 days" search must leave it
+    out, as the list does (both go by when the work ended, not when it was stored)."""
+    import time
+
+    import remem
+    from remem.model import TurnIn
+
+    m = remem.open(tmp_path / "remem", env={"REMEM_EMBEDDING_MODEL": "hash"})
+    old = time.time() - 2 * 365 * 86400
+    m.add_turns([TurnIn(request="zebrafish vault rotation, the old way", reply="by hand", owner="default",
+                        agent="codex", session_id="old", started_at=old, ended_at=old + 60),
+                 TurnIn(request="zebrafish vault rotation, the new way", reply="vault kv rotate", owner="default",
+                        agent="codex", session_id="new", started_at=time.time() - 3600, ended_at=time.time() - 3000)])
+    m.close()
+    (tmp_path / "home").mkdir()
+    with Daemon(tmp_path / "remem", env={"HOME": str(tmp_path / "home"), "REMEM_AUTO_SYNC": "0"}) as d:
+        ctx = browser.new_context(viewport={"width": 1200, "height": 800}, locale="en-US")
+        page = ctx.new_page()
+        login(page, d)
+        page.fill("#search-input", "zebrafish vault rotation")
+        page.click("#search-button")
+        page.wait_for_selector("#memory-list .chip.why")
+        assert page.locator("#memory-list .item").count() == 2
+        page.select_option("#filter-period", "7d")
+        page.wait_for_function("document.querySelectorAll('#memory-list .item').length === 1")
+        assert "new way" in page.inner_text("#memory-list .item")
+        ctx.close()

@@ -89,7 +89,7 @@ export function render(root, params) {
         const data = await api('/memories/search?' + query({ q: st.q, k: 30 }));
         items = data.results;
         const since = PERIODS[st.period] ? Date.now() / 1000 - PERIODS[st.period] : null;
-        if (since) items = items.filter((r) => (r.created_at || 0) >= since);
+        if (since) items = items.filter((r) => (r.ended_at || r.created_at || 0) >= since);  // as the list filters
         status.textContent = t('memories.results', { n: items.length, ms: Math.round(data.took_ms) });
         st.searched = true;
       } else {
