@@ -180,3 +180,16 @@ def test_search_shows_when_the_work_happened_not_when_it_was_stored(mem, cli):
     assert "2023-11-14 22:14" in out, out  # ended_at, in UTC
     got = json.loads(cli("search", "zebrafish", "--json").stdout)["results"][0]
     assert (got["started_at"], got["ended_at"]) == (1_700_000_000.0, 1_700_000_060.0)
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(mem):
+    """`remem sources | head -1`: the closed pipe ends the command with 141 and no error line."""
+    from conftest import copy_fixture
+
+    copy_fixture("claude-code/projects", Path(os.environ["HOME"]) / ".claude" / "projects")
+    proc = subprocess.Popen([sys.executable, "-m", "remem", "sources"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # gone before the command has printed anything
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 141, err
+    assert b"error" not in err.lower()

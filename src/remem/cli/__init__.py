@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -37,6 +38,8 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise
         except KeyboardInterrupt:
             fail("interrupted", 130)
+        except BrokenPipeError:
+            _reader_left()
         except EXPECTED as e:
             msg = str(e) or type(e).__name__
             if isinstance(e, OSError) and e.strerror:
@@ -44,6 +47,15 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             fail(msg.splitlines()[0])
 
     return wrapper
+
+
+def _reader_left() -> None:
+    """The reader of our output went away (``remem sources | head``): stop quietly, as a Unix tool
+    does, with 141 (128 + SIGPIPE); stdout goes to /dev/null so the interpreter's final flush
+    cannot raise again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(141)
 
 
 def emit(data: Any, as_json: bool, human: Callable[[Any], None] | None = None) -> None:

@@ -38,7 +38,7 @@ def sources_group(ctx: click.Context, as_json: bool) -> None:
             click.echo("no agent history found on this machine")
             return
         for r in rows:
-            click.echo(f"{r['name']:<18} {r['format']:<16} {r['units']:>6} sessions  {r['bytes'] / 1e6:8.1f} MB  "
+            click.echo(f"{r['name']:<18} {r['format']:<16} {r['units']:>6} {'session ' if r['units'] == 1 else 'sessions'}  {r['bytes'] / 1e6:8.1f} MB  "
                        f"last sync {_when(r['last_sync_at'])}  cursor {_when(r['cursor'])}")
             for p in r["paths"]:
                 click.echo(f"{'':<18} {p}")
