@@ -5,6 +5,8 @@ fixed 0.3 it replaces let every nearest memory in, whatever the prompt."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from remem.config import ConfigError
@@ -172,3 +174,13 @@ def test_the_same_text_from_several_agents_is_shown_once(mem):
     first = got["items"][0]
     assert sorted(a["agent"] for a in first["also"]) == sorted({"cursor", "gemini", "hermes"} - {first["agent"]})
     assert "the same text was also recorded by:" in got["text"]
+
+
+def test_recall_explain_shows_the_word_coverage(mem, cli):
+    mem.add_turns([TurnIn(request="Set up pre-commit with ruff and mypy", reply="Added the config.",
+                          owner="default", agent="codex", session_id="s")])
+    r = cli("recall", "which linters does pre-commit run, ruff?", "--explain",
+            env={"REMEM_EMBEDDING_ENABLED": "false"})
+    assert r.returncode == 0, r.stderr
+    assert "Set up pre-commit" in r.stdout.decode()
+    assert re.search(r"\[bm25#1[^\]]*\].*word coverage 0\.\d+", r.stderr.decode()), r.stderr.decode()

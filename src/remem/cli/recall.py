@@ -58,11 +58,15 @@ def recall(ctx: click.Context, prompt: str, owner: str | None, agent: str | None
                 d = it.get("details") or {}
                 chans = ", ".join(f"{n}#{v.get('rank')}" for n, v in d.get("channels", {}).items())
                 boosts = ", ".join(f"{n}×{v}" for n, v in d.get("boosts", {}).items())
-                click.echo(f"{i}. {it.get('id', it.get('session'))} score={it.get('score')} [{chans}] {boosts}",
+                cov = (d.get("evidence") or {}).get("coverage")
+                words = f" word coverage {cov}" if cov is not None else ""
+                click.echo(f"{i}. {it.get('id', it.get('session'))} score={it.get('score')} [{chans}] {boosts}{words}",
                            err=True)
             for name, st in (r.get("stats") or {}).items():
                 if not st.get("available", True):
                     click.echo(f"   channel {name} skipped: {st.get('reason')}", err=True)
+                elif str(st.get("reason", "")).startswith("nothing close enough"):
+                    click.echo(f"   channel {name}: {st['reason']}", err=True)  # the packet's vector gate
 
     emit(res, as_json, human)
 
