@@ -255,6 +255,8 @@ def test_search_filters_by_when_the_work_happened(tmp_path, browser):
     out, as the list does (both go by when the work ended, not when it was stored)."""
     import time
 
+    from playwright.sync_api import expect
+
     import remem
     from remem.model import TurnIn
 
@@ -273,8 +275,9 @@ def test_search_filters_by_when_the_work_happened(tmp_path, browser):
         page.fill("#search-input", "zebrafish vault rotation")
         page.click("#search-button")
         page.wait_for_selector("#memory-list .chip.why")
-        assert page.locator("#memory-list .item").count() == 2
+        expect(page.locator("#memory-list .item")).to_have_count(2)
         page.select_option("#filter-period", "7d")
-        page.wait_for_function("document.querySelectorAll('#memory-list .item').length === 1")
+        # expect() polls with Playwright's own selectors: the viewer's CSP forbids evaluating strings
+        expect(page.locator("#memory-list .item")).to_have_count(1)
         assert "new way" in page.inner_text("#memory-list .item")
         ctx.close()
