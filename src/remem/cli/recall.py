@@ -30,6 +30,7 @@ def recall(ctx: click.Context, prompt: str, owner: str | None, agent: str | None
            budget: int | None, entry: str, session: str | None, explain: bool, as_json: bool) -> None:
     """Show the memory packet an agent would get for PROMPT ("-" reads stdin)."""
     from ..recall import entry as entries
+    from ..recall.channels import NOT_CLOSE
 
     if prompt == "-":
         prompt = decode_bytes(sys.stdin.buffer.read())
@@ -65,7 +66,7 @@ def recall(ctx: click.Context, prompt: str, owner: str | None, agent: str | None
             for name, st in (r.get("stats") or {}).items():
                 if not st.get("available", True):
                     click.echo(f"   channel {name} skipped: {st.get('reason')}", err=True)
-                elif str(st.get("reason", "")).startswith("nothing close enough"):
+                elif str(st.get("reason", "")).startswith(NOT_CLOSE):
                     click.echo(f"   channel {name}: {st['reason']}", err=True)  # the packet's vector gate
 
     emit(res, as_json, human)

@@ -197,7 +197,7 @@ def up(ctx: click.Context, no_import: bool, no_daemon: bool, as_json: bool) -> N
                            f"messages ({t.get('duplicates', 0)} already known)")
             if t.get("failed"):
                 # a file is reported once per change (sync.py), so the reasons are shown here, not deferred
-                errs = [e for e in t.get("errors") or [] if "no history found" not in e]
+                errs = t.get("errors") or []
                 click.echo(f"  {t['failed']} could not be read:")
                 for err in errs[:UP_ERRORS]:
                     click.echo(f"  ! {err}")

@@ -80,6 +80,7 @@ def word_expression(q: Query, cfg: RecallConfig, db: sqlite3.Connection | None =
     return word_query(q, cfg, db)[0]
 
 
+NOT_CLOSE = "nothing close enough"  # a vector channel's reason when the packet's gate kept none of its hits
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 COVERAGE_TERMS = 8  # coverage counts the query's 8 weightiest words (most prompts have fewer)
 
@@ -373,7 +374,7 @@ def vector_channels(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, names
             base = vectors.mean_similarity(mem.db, scope, vec, model, VECTOR_FIELDS[name])
             floor = max(floor, (base or 0.0) + margin)
         kept = [h for h in hits if h[1] >= floor and h[1] > 0]
-        why = f"nothing close enough: best cosine {hits[0][1]:.3f} < {floor:.3f}" if hits and not kept else ""
+        why = f"{NOT_CLOSE}: best cosine {hits[0][1]:.3f} < {floor:.3f}" if hits and not kept else ""
         out[name] = Channel(name, kept, reason=why)
     return {n: out[n] for n in names}
 

@@ -77,7 +77,8 @@ class RecallConfig:
 DEFAULT = RecallConfig()
 
 # Packets for an agent: fewer, more diverse, clearly relevant items.
-# A vector hit must also be close in absolute terms for its model (nearest is not the same as related).
+# A vector hit must stand out from the owner's typical memory by its model's margin (nearest is not
+# the same as related; embed.RELATED_MARGIN).
 # A turn only the word channels found must share enough of the prompt's weight: one common word
 # ("set up …", "time") is not a reason to show a memory (bench/packet_gate.py: 0.25 keeps 92 % of
 # the LoCoMo evidence that only words found, and none of what unrelated coding prompts pulled in).

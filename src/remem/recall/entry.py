@@ -48,8 +48,10 @@ def _relevant(ranked: Ranked, t: str) -> bool:
     return any(c in _GATED for c in ranked.details.get(t, {}).get("channels", {}))
 
 
-def _items(mem: Remem, scope: Scope, ranked: Ranked, order: list[tuple[str, float]]) -> list[dict[str, Any]]:
-    rows = recrepo.full_rows(mem.db, scope, [t for t, _ in order])
+def _items(mem: Remem, scope: Scope, ranked: Ranked, order: list[tuple[str, float]],
+           rows: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    if rows is None:
+        rows = recrepo.full_rows(mem.db, scope, [t for t, _ in order])
     out = []
     for t, score in order:
         row = rows.get(t)
@@ -76,8 +78,9 @@ def _packet(mem: Remem, prompt: str, scope: Scope, *, entry: str, project: str |
         return {**base, "text": "", "items": [], "tokens": 0, "stats": {}, "skipped": "trivial prompt"}
     ranked = rank(mem, prompt, scope, k=d["k"] * 2, cfg=cfg, now=now)
     order = [(t, s) for t, s in ranked.items if _relevant(ranked, t)]
+    rows = recrepo.full_rows(mem.db, scope, [t for t, _ in order])  # read once: the word gate, then the items
     if cfg.min_coverage > 0:
-        order = _covered(mem, scope, ranked, order, cfg.min_coverage)
+        order = _covered(mem, ranked, order, rows, cfg.min_coverage)
     if project:
         boosted = []
         for t, s in order:
@@ -86,7 +89,7 @@ def _packet(mem: Remem, prompt: str, scope: Scope, *, entry: str, project: str |
                 s *= d["project_boost"]
             boosted.append((t, s))
         order = sorted(boosted, key=lambda x: -x[1])
-    items = _distinct(_items(mem, scope, ranked, order))[: d["k"]]
+    items = _distinct(_items(mem, scope, ranked, order, rows))[: d["k"]]
     _attach_fixes(mem, scope, items)
     text, kept, tokens = pk.render(items, budget=budget, now=now)
     if kept:
@@ -113,21 +116,20 @@ def _distinct(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 _WORD_CHANNELS = {"bm25", "substring"}
 
 
-def _covered(mem: Remem, scope: Scope, ranked: Ranked, order: list[tuple[str, float]],
+def _covered(mem: Remem, ranked: Ranked, order: list[tuple[str, float]], rows: dict[str, dict[str, Any]],
              least: float) -> list[tuple[str, float]]:
     """``order`` without the turns only the word channels found that hold less than ``least``
     of the prompt's word weight (each kept one shows its coverage in its details)."""
-    words_only = [t for t, _ in order if set(ranked.details.get(t, {}).get("channels", {})) <= _WORD_CHANNELS]
+    words_only = {t for t, _ in order if t in rows
+                  and set(ranked.details.get(t, {}).get("channels", {})) <= _WORD_CHANNELS}
     if not words_only:
         return order
-    rows = recrepo.full_rows(mem.db, scope, words_only)
     n, df = recrepo.doc_freqs(mem.db, coverage_terms(ranked.query))
     n = max(n, 1)
     keep = []
     for t, s in order:
-        if t in rows:
-            row = rows[t]
-            c = coverage(ranked.query, _words_text(row), n, df)
+        if t in words_only:
+            c = coverage(ranked.query, _words_text(rows[t]), n, df)
             ranked.details[t].setdefault("evidence", {})["coverage"] = round(c, 3)
             if c < least:
                 continue
@@ -138,11 +140,7 @@ def _covered(mem: Remem, scope: Scope, ranked: Ranked, order: list[tuple[str, fl
 def _words_text(row: dict[str, Any]) -> str:
     """The text the word index holds for a turn: request, reply, summary and its tool calls."""
     parts = [row.get("request") or "", row.get("reply") or "", row.get("summary") or ""]
-    acts = row.get("actions")
-    if isinstance(acts, str):
-        parts.append(acts)
-    elif isinstance(acts, list):
-        parts += [str(v) for a in acts if isinstance(a, dict) for v in a.values() if isinstance(v, str)]
+    parts += [v for a in row.get("actions") or [] for v in a.values() if isinstance(v, str)]  # parsed tool calls
     return "\n".join(p for p in parts if p)
 
 
