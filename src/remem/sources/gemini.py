@@ -21,6 +21,7 @@ else the directory name itself.
 
 from __future__ import annotations
 
+import fnmatch
 import heapq
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -37,8 +38,10 @@ from .base import (
     existing_dirs,
     file_unit,
     first_json_line,
+    glob_paths,
     home_dir,
     iter_jsonl,
+    list_dir,
     load_json_file,
     parse_ts,
 )
@@ -58,18 +61,20 @@ class GeminiSource:
         stats = stats if stats is not None else ParseStats()
         projects = project_paths(root, stats)
         units: list[Unit] = []
-        for chats in sorted(root.glob("tmp/*/chats")):
+        for chats in glob_paths(root, "tmp/*/chats", stats):
             project = projects.get(chats.parent.name, chats.parent.name)
-            files = sorted(p for p in chats.glob("session-*.json*") if p.suffix in (".json", ".jsonl"))
+            entries = list_dir(chats, stats)
+            files = [p for p in entries if fnmatch.fnmatchcase(p.name, "session-*.json*")
+                     and p.suffix in (".json", ".jsonl")]
             stems_jsonl = {p.stem for p in files if p.suffix == ".jsonl"}
-            subdirs = [d for d in sorted(chats.iterdir()) if d.is_dir()]
+            subdirs = [d for d in entries if d.is_dir()]
             claimed: set[Path] = set()
             for p in files:
                 if p.suffix == ".json" and p.stem in stems_jsonl:
                     continue
                 mine = [d for d in subdirs if p.stem.endswith("-" + d.name[:8])]
                 claimed.update(mine)
-                parts = [f for d in mine for f in sorted(d.glob("*.jsonl"))]
+                parts = [f for d in mine for f in glob_paths(d, "*.jsonl", stats)]
                 meta: dict[str, Any] = {"project": project}
                 if parts:
                     # the logs' own units from when their parent was missing (see sync: their turns go)
@@ -82,7 +87,7 @@ class GeminiSource:
             for d in subdirs:
                 if d in claimed:
                     continue
-                for f in sorted(d.glob("*.jsonl")):
+                for f in glob_paths(d, "*.jsonl", stats):
                     u = file_unit(AGENT, f, session_id=subagent_session(f),
                                   meta={"project": project, "orphan": True})
                     if u is not None:
@@ -168,7 +173,7 @@ def _load(path: Path, stats: ParseStats) -> tuple[dict[str, Any], list[dict[str,
         if "sessionId" in rec or "projectHash" in rec:
             meta.update(rec)
             continue
-        stats.error("unknown record", f"{path}@{offset}")
+        stats.unknown_type(rec.get("type"), "record")
     return meta, list(live.values())
 
 
@@ -181,7 +186,7 @@ def _messages(records: list[dict[str, Any]], session: str, project: str, side: b
             stats.ignore(str(rtype))
             continue
         if rtype not in ("user", "gemini"):
-            stats.error(f"unknown message type: {str(rtype)[:20]}", mid)
+            stats.unknown_type(rtype, "message type")
             continue
         ts = parse_ts(rec.get("timestamp"))
         if ts is None:
