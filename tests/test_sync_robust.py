@@ -298,3 +298,24 @@ def test_a_directory_without_read_permission_is_reported(cli):
         locked.chmod(0o755)
     assert res["turns_added"] == 1 and res["failed"] == 1, res
     assert any(str(locked) in e and "unreadable directory" in e for e in res["errors"]), res
+
+
+def test_gemini_061_session_context_is_no_prompt_and_no_turn(cli):
+    """Gemini CLI 0.61 writes its own `<session_context>` user message first (through `$set`); once
+    the next request closes a reply-less turn, it must not become a memory of its own."""
+    home = Path(os.environ["HOME"])
+    f = home / ".gemini/tmp/shop/chats/session-2026-03-01T10-00-eb5f3fd1.jsonl"
+    f.parent.mkdir(parents=True)
+    context = ("<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n"
+               "Today's date is Sunday, March 1, 2026.\nMy operating system is: linux\n</session_context>")
+    lines = [{"sessionId": "eb5f3fd1-2dd9-4352-8482-ed558245d1fb", "projectHash": "5485", "startTime": _ts(0),
+              "kind": "main"},
+             {"$set": {"messages": [{"id": "ctx", "timestamp": _ts(0), "type": "user", "content": [{"text": context}]}]}},
+             {"id": "u1", "timestamp": _ts(0, 1), "type": "user", "content": [{"text": PROMPTS[0]}]},
+             {"$set": {"lastUpdated": _ts(0, 1)}},
+             {"id": "g1", "timestamp": _ts(0, 2), "type": "gemini", "content": REPLIES[0], "thoughts": [],
+              "tokens": {"input": 10, "output": 5}, "model": "gemini-3.8-flash"}]
+    f.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n\n" for r in lines), encoding="utf-8")
+    res = _sync(cli, "gemini")["sources"][0]
+    assert (res["turns_added"], res["skipped_incomplete"], res["failed"]) == (1, 0, 0), res
+    assert res["cursor"] is not None

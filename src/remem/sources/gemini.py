@@ -13,7 +13,9 @@ is metadata; a record with an ``id`` is upserted (last write wins, first positio
 ``{"$rewindTo": id}`` drops that message and every later one. Replay keeps the live
 messages of one file in memory (Gemini files are rewritten/upserted, so they cannot be
 streamed line by line). Only ``user`` and ``gemini`` records are conversation;
-``info``/``error``/``warning`` are ignored. A gemini record's tool calls are emitted just
+``info``/``error``/``warning`` are ignored, and so is the ``<session_context>`` user
+message Gemini CLI 0.61 writes first (date, OS, folder listing), which is no prompt; another
+record type is counted as unknown and skipped. A gemini record's tool calls are emitted just
 before its text (the recorded text is the answer written after the tools ran).
 The project is the path mapped to the directory name in ``~/.gemini/projects.json``,
 else the directory name itself.
@@ -47,6 +49,8 @@ from .base import (
 )
 
 AGENT = "gemini"
+#: user records the CLI writes itself (0.61: the session's date/OS/folder context as the first message)
+_INJECTED_PREFIXES = ("<session_context>",)
 
 
 class GeminiSource:
@@ -197,6 +201,10 @@ def _messages(records: list[dict[str, Any]], session: str, project: str, side: b
         base: dict[str, Any] = {"session_id": session, "cwd": project, "sidechain": side}
         if rtype == "user":
             full = "\n".join([text, *images]) if images else text
+            if text.startswith(_INJECTED_PREFIXES):      # the CLI's own set-up message, not a prompt
+                yield Message(source_id=mid, role="user", text=full, ts=ts, real_user=False,
+                              extra={"kind": "injected"}, **base)
+                continue
             yield Message(source_id=mid, role="user", text=full, ts=ts, real_user=bool(text),
                           extra={} if text else {"kind": "attachment"}, **base)
             continue
