@@ -222,23 +222,33 @@ def existing_dirs(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
+def _entries(d: Path, stats: ParseStats | None) -> list[os.DirEntry[str]]:
+    """``os.scandir`` of a directory, sorted by name; a failure other than "not there" is counted."""
+    try:
+        with os.scandir(d) as it:
+            return sorted(it, key=lambda e: e.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as e:
+        if stats is not None:
+            stats.error(f"unreadable directory: {e.strerror or e}", str(d))
+        return []
+
+
+def _is_dir(e: os.DirEntry[str], *, follow: bool = True) -> bool:
+    try:
+        return e.is_dir(follow_symlinks=follow)
+    except OSError:
+        return False
+
+
 def list_dir(d: Path, stats: ParseStats | None) -> list[Path]:
     """The entries of a directory, sorted by name; an unreadable one is counted, never skipped silently.
 
     A directory that does not exist (or vanished) is simply empty; any other failure to list it
     (permissions, I/O error, a symlink loop) is an ``unreadable directory`` error in ``stats``.
     """
-    try:
-        with os.scandir(d) as it:
-            return sorted(Path(e.path) for e in it)
-    except FileNotFoundError:
-        return []
-    except NotADirectoryError:
-        return []
-    except OSError as e:
-        if stats is not None:
-            stats.error(f"unreadable directory: {e.strerror or e}", str(d))
-        return []
+    return [Path(e.path) for e in _entries(d, stats)]
 
 
 def glob_paths(root: Path, pattern: str, stats: ParseStats | None) -> list[Path]:
@@ -255,7 +265,7 @@ def glob_paths(root: Path, pattern: str, stats: ParseStats | None) -> list[Path]
             while stack:
                 d = stack.pop()
                 nxt.append(d)
-                stack.extend(e for e in list_dir(d, stats) if e.is_dir() and not e.is_symlink())
+                stack.extend(Path(e.path) for e in _entries(d, stats) if _is_dir(e, follow=False))
         else:
             for d in level:
                 if not any(c in part for c in "*?["):
@@ -263,16 +273,24 @@ def glob_paths(root: Path, pattern: str, stats: ParseStats | None) -> list[Path]
                     if cand.exists() and (last or cand.is_dir()):
                         nxt.append(cand)
                     continue
-                for entry in list_dir(d, stats):
-                    if fnmatch.fnmatchcase(entry.name, part) and (last or entry.is_dir()):
-                        nxt.append(entry)
+                for e in _entries(d, stats):
+                    if fnmatch.fnmatchcase(e.name, part) and (last or _is_dir(e)):
+                        nxt.append(Path(e.path))
         level = nxt
     return sorted(set(level))
 
 
 def walk_files(root: Path, suffix: str, stats: ParseStats | None) -> list[Path]:
     """Every file at any depth under ``root`` whose name ends with ``suffix``, sorted (see glob_paths)."""
-    return [p for p in glob_paths(root, f"**/*{suffix}", stats) if p.is_file()]
+    out: list[Path] = []
+    stack = [root]
+    while stack:
+        for e in _entries(stack.pop(), stats):
+            if _is_dir(e, follow=False):
+                stack.append(Path(e.path))
+            elif e.name.endswith(suffix) and e.is_file():
+                out.append(Path(e.path))
+    return sorted(out)
 
 
 def file_unit(agent: str, path: Path, *, session_id: str = "", parts: Iterable[Path] = (),
