@@ -213,8 +213,9 @@ def test_streaming_a_50mb_jsonl_keeps_memory_bounded(tmp_path):
 def test_transient_versus_permanent_errors():
     s = ParseStats()
     s.error("malformed json")
-    s.error("unknown record type: x")
-    assert s.bad == 2 and not s.transient
+    s.error("missing timestamp")
+    s.unknown_type("x")
+    assert s.bad == 2 and not s.transient and s.unknown == {"unknown record type: x": 1}
     s.error("database locked")
     assert s.transient
     assert ParseStats(partial_tail=True).transient

@@ -74,11 +74,21 @@ def test_earlier_turn_with_activity_after_its_last_text_is_still_emitted():
     assert [(t.request, t.reply, t.status) for t in res.turns] == [("q1", "Trying.", "failed"), ("q2", "ok", "succeeded")]
 
 
-def test_turn_without_any_assistant_text_is_incomplete():
+def test_turn_without_a_reply_is_complete_once_the_next_request_follows():
+    # its reply never came or its line was cut: the next request closes it (issue 13 item 20)
     msgs = [user("u1", "q1", 1), asst("a1", "", 2, calls=[ToolCall(name="Edit", call_id="c")]),
             user("u2", "q2", 3), asst("a2", "answer", 4)]
     res = assemble_turns(msgs, agent="x")
-    assert [t.request for t in res.turns] == ["q2"]
+    assert [(t.request, t.reply) for t in res.turns] == [("q1", ""), ("q2", "answer")]
+    assert [a.name for a in res.turns[0].actions] == ["Edit"]
+    assert res.incomplete == 0
+
+
+def test_last_turn_without_any_assistant_text_is_incomplete():
+    msgs = [user("u1", "q1", 1), asst("a1", "answer", 2),
+            user("u2", "q2", 3), asst("a2", "", 4, calls=[ToolCall(name="Edit", call_id="c")])]
+    res = assemble_turns(msgs, agent="x")
+    assert [t.request for t in res.turns] == ["q1"]
     assert res.incomplete == 1
 
 

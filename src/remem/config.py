@@ -32,7 +32,6 @@ DEFAULTS: dict[str, Any] = {
     },
     "recall": {
         "token_budget": 2000,      # enough for 5–8 memories without crowding the agent's context
-        "top_k": 8,
     },
     "ingest": {
         "max_turn_bytes": 2 * 1024 * 1024,  # larger turns are skipped whole, never truncated
@@ -44,6 +43,11 @@ DEFAULTS: dict[str, Any] = {
     },
     "integrations": {
         "auto_install": False,     # never touch an agent's config without being asked
+    },
+    "hooks": {
+        "timeout": 8.0,            # seconds per daemon request from a hook; far inside every agent's
+                                   # 60 s hook limit (REMEM_HOOK_TIMEOUT wins; at most 45)
+        "session_digest": True,    # SessionStart tells the agent what was done lately in this project
     },
     "agents": {},                  # per-agent: {isolated: bool, owner: str, read_owners: [..]}
 }
@@ -63,6 +67,18 @@ ENV_KEYS = {
 
 class ConfigError(ValueError):
     """A setting that cannot be read, parsed or written."""
+
+
+#: numeric settings and the range ``set`` accepts (inclusive); the rest are checked by type
+RANGES: dict[str, tuple[float, float]] = {
+    "server.port": (1, 65535),
+    "embedding.batch_size": (1, 4096),
+    "recall.token_budget": (800, 4000),
+    "ingest.max_turn_bytes": (1024, 1 << 30),
+    "ingest.max_tool_output": (0, 1 << 24),
+    "sync.interval_seconds": (30, 7 * 86400),
+    "hooks.timeout": (0.05, 45.0),
+}
 
 
 def home_dir(home: str | os.PathLike[str] | None = None) -> Path:
@@ -175,8 +191,12 @@ class Config:
                 raise ConfigError(f"unknown setting: {key}") from None
             like = ""
         value = _coerce(raw, like) if isinstance(raw, str) else raw
-        if key == "recall.token_budget" and not 800 <= int(value) <= 4000:
-            raise ConfigError("recall.token_budget must be between 800 and 4000")
+        if key == "owner" and not str(value).strip():
+            raise ConfigError("owner must not be empty")
+        if key in RANGES:
+            lo, hi = RANGES[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
+                raise ConfigError(f"{key} must be a number between {lo:g} and {hi:g}, got {value!r}")
         if key == "embedding.related_margin":
             value = related_margin_value(value)
         _set(self.file_values, key, value)

@@ -204,6 +204,8 @@ def up(ctx: click.Context, no_import: bool, no_daemon: bool, as_json: bool) -> N
                 if len(errs) > UP_ERRORS:
                     click.echo(f"  … and {len(errs) - UP_ERRORS} more: `remem sync --json --full` reads every file "
                                "again and lists them all")
+            if t.get("skipped_unknown"):
+                click.echo(f"  {t['skipped_unknown']} skipped (unknown record type; nothing remem understands was lost)")
         click.echo(f"remem home: {d['home']}  ·  memories stored: {d['memories']}")
         if d.get("url"):
             click.echo(f"viewer: {d['url']}  (daemon {d['daemon']}, pid {d['pid']})")

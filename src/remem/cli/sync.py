@@ -120,14 +120,17 @@ def sync_cmd(ctx: click.Context, agents: tuple[str, ...], full: bool, yes: bool,
         if not d["sources"]:
             click.echo("no agent history found on this machine")
         for s in d["sources"]:
+            unknown = f", {s['skipped_unknown']} skipped (unknown record type)" if s.get("skipped_unknown") else ""
             click.echo(f"{s['source']:<14} {s['messages_scanned']:>7} messages → {s['turns_added']:>5} added, "
                        f"{s['turns_updated']} updated, {s['duplicates']} duplicates, {s['skipped_incomplete']} "
-                       f"incomplete, {s['skipped_oversize']} oversize, {s['failed']} failed")
+                       f"incomplete, {s['skipped_oversize']} oversize, {s['failed']} failed{unknown}")
         t = d["total"]
         click.echo(f"total: {t['messages_scanned']} messages scanned ({t['unique_messages']} unique) → "
                    f"{t['turns_added']} memories added, {t['turns_updated']} updated in {d['seconds']:.1f}s")
         for err in t["errors"][:10]:
             click.echo(f"  ! {err}")
+        for note in t.get("skipped", [])[:10]:
+            click.echo(f"  - skipped {note}")
         if d["stopped"]:
             click.echo("stopped: run `remem sync` again to finish")
 

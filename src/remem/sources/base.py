@@ -9,6 +9,7 @@ move on. Everything here is pure or does plain file I/O; nothing touches remem's
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import sqlite3
@@ -28,7 +29,9 @@ SQLITE_TIMEOUT = 1.0
 MAX_SAMPLES = 20
 #: error reasons that may clear up by themselves (the agent holds a lock, a file is mid-rewrite)
 TRANSIENT_REASONS = frozenset({"database locked", "cannot open database", "unreadable file", "read error",
-                               "corrupt database", "database error"})
+                               "corrupt database", "database error", "unreadable directory"})
+#: how many later ``{"`` starts of a malformed line are tried to find a record glued to a cut one
+MAX_GLUE_TRIES = 32
 
 
 # ----------------------------------------------------------------------------- value types
@@ -64,9 +67,11 @@ class Unit:
 class ParseStats:
     """What a read found besides messages: counts of bad input by reason, never exceptions.
 
-    ``errors`` are problems (malformed JSON, non-UTF-8, unknown record type, missing
-    timestamp, unreadable database); ``ignored`` are records that are understood but carry
-    nothing to import (summaries, token counts, snapshots). ``partial_tail`` is set when the
+    ``errors`` are problems (malformed or too deeply nested JSON, non-UTF-8, missing
+    timestamp, unreadable file, directory or database); ``ignored`` are records that are
+    understood but carry nothing to import (summaries, token counts, snapshots); ``unknown``
+    are records of a type (or role) this parser does not know: skipped and reported, never a
+    failure, since nothing a parser understands was lost. ``partial_tail`` is set when the
     last line of a file had no newline and did not parse: it is still being written and is
     skipped silently. ``offset`` is the byte offset after the last complete line read.
     """
@@ -75,6 +80,7 @@ class ParseStats:
     messages: int = 0
     errors: Counter[str] = field(default_factory=Counter)
     ignored: Counter[str] = field(default_factory=Counter)
+    unknown: Counter[str] = field(default_factory=Counter)
     partial_tail: bool = False
     offset: int = 0
     samples: list[str] = field(default_factory=list)
@@ -86,6 +92,10 @@ class ParseStats:
 
     def ignore(self, reason: str) -> None:
         self.ignored[reason] += 1
+
+    def unknown_type(self, kind: Any, what: str = "record type") -> None:
+        """A record of a type (``what``: record type, role, message type…) the parser does not know."""
+        self.unknown[f"unknown {what}: {str(kind)[:40] if kind not in (None, '') else 'none'}"] += 1
 
     @property
     def bad(self) -> int:
@@ -105,6 +115,7 @@ class ParseStats:
         self.messages += other.messages
         self.errors.update(other.errors)
         self.ignored.update(other.ignored)
+        self.unknown.update(other.unknown)
         self.partial_tail = self.partial_tail or other.partial_tail
         self.samples.extend(other.samples[: max(0, MAX_SAMPLES - len(self.samples))])
 
@@ -211,6 +222,77 @@ def existing_dirs(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
+def _entries(d: Path, stats: ParseStats | None) -> list[os.DirEntry[str]]:
+    """``os.scandir`` of a directory, sorted by name; a failure other than "not there" is counted."""
+    try:
+        with os.scandir(d) as it:
+            return sorted(it, key=lambda e: e.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as e:
+        if stats is not None:
+            stats.error(f"unreadable directory: {e.strerror or e}", str(d))
+        return []
+
+
+def _is_dir(e: os.DirEntry[str], *, follow: bool = True) -> bool:
+    try:
+        return e.is_dir(follow_symlinks=follow)
+    except OSError:
+        return False
+
+
+def list_dir(d: Path, stats: ParseStats | None) -> list[Path]:
+    """The entries of a directory, sorted by name; an unreadable one is counted, never skipped silently.
+
+    A directory that does not exist (or vanished) is simply empty; any other failure to list it
+    (permissions, I/O error, a symlink loop) is an ``unreadable directory`` error in ``stats``.
+    """
+    return [Path(e.path) for e in _entries(d, stats)]
+
+
+def glob_paths(root: Path, pattern: str, stats: ParseStats | None) -> list[Path]:
+    """``root.glob(pattern)`` (``/``-separated; ``**`` is any depth, symlinked directories not
+    followed), sorted, reporting every directory it could not list, which ``Path.glob`` skips
+    silently: one unreadable folder must not make a history vanish without a word."""
+    level = [root]
+    parts = pattern.split("/")
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        nxt: list[Path] = []
+        if part == "**":
+            stack = list(level)
+            while stack:
+                d = stack.pop()
+                nxt.append(d)
+                stack.extend(Path(e.path) for e in _entries(d, stats) if _is_dir(e, follow=False))
+        else:
+            for d in level:
+                if not any(c in part for c in "*?["):
+                    cand = d / part
+                    if cand.exists() and (last or cand.is_dir()):
+                        nxt.append(cand)
+                    continue
+                for e in _entries(d, stats):
+                    if fnmatch.fnmatchcase(e.name, part) and (last or _is_dir(e)):
+                        nxt.append(Path(e.path))
+        level = nxt
+    return sorted(set(level))
+
+
+def walk_files(root: Path, suffix: str, stats: ParseStats | None) -> list[Path]:
+    """Every file at any depth under ``root`` whose name ends with ``suffix``, sorted (see glob_paths)."""
+    out: list[Path] = []
+    stack = [root]
+    while stack:
+        for e in _entries(stack.pop(), stats):
+            if _is_dir(e, follow=False):
+                stack.append(Path(e.path))
+            elif e.name.endswith(suffix) and e.is_file():
+                out.append(Path(e.path))
+    return sorted(out)
+
+
 def file_unit(agent: str, path: Path, *, session_id: str = "", parts: Iterable[Path] = (),
               meta: Mapping[str, Any] | None = None) -> Unit | None:
     """A unit for a file (plus extra part files); None when the main file vanished."""
@@ -234,14 +316,49 @@ def file_unit(agent: str, path: Path, *, session_id: str = "", parts: Iterable[P
 
 # ----------------------------------------------------------------------------- JSONL reading
 
+def parse_json_line(text: str) -> tuple[Any, str]:
+    """One JSONL line as a value, or ``(None, reason)``; never raises.
+
+    ``reason`` is ``"malformed json"`` or ``"json nested too deeply"`` (a line thousands of
+    levels deep makes the parser recurse; it is one bad line, not a failed file). A line whose
+    start is cut and glued to the next record (an agent killed mid-write, the next write
+    appended after the cut bytes without a newline) yields that next record: the first later
+    ``{"`` from which the rest of the line parses as a whole object.
+    """
+    try:
+        return json.loads(text), ""
+    except RecursionError:
+        return None, "json nested too deeply"
+    except ValueError:
+        pass
+    decoder = json.JSONDecoder()
+    start = 0
+    for _ in range(MAX_GLUE_TRIES):
+        start = text.find('{"', start + 1)
+        if start < 0:
+            break
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except RecursionError:
+            break
+        except ValueError:
+            continue
+        if end == len(text) and isinstance(obj, dict):
+            return obj, "cut line"
+    return None, "malformed json"
+
+
 def iter_jsonl(path: Path, stats: ParseStats, *, start: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Stream ``(byte_offset, object)`` for each JSON object line of a file.
+    """Stream ``(byte_offset, object)`` for each JSON object line of a file: every JSONL source
+    reads through this one function.
 
     Reads line by line in binary (memory bounded by the longest line). Blank lines are
-    skipped. Non-UTF-8 lines, malformed JSON and non-object values are counted in ``stats``
-    and skipped. A last line without ``\\n`` is used when it parses as a whole object (a
-    finished file that lacks the final newline) and otherwise ignored silently as still
-    being written (``stats.partial_tail``). ``stats.offset`` ends after the last complete line.
+    skipped. Non-UTF-8 lines, malformed or too deeply nested JSON and non-object values are
+    counted in ``stats`` and skipped; the rest of the file is read. A cut line glued to the
+    next record counts as one bad line and yields that record (see :func:`parse_json_line`).
+    A last line without ``\\n`` is used when it parses as a whole object (a finished file that
+    lacks the final newline) and otherwise ignored silently as still being written
+    (``stats.partial_tail``). ``stats.offset`` ends after the last complete line.
     """
     stats.offset = start
     try:
@@ -271,16 +388,15 @@ def iter_jsonl(path: Path, stats: ParseStats, *, start: int = 0) -> Iterator[tup
                 else:
                     stats.partial_tail = True
                 continue
-            try:
-                obj = json.loads(text)
-            except ValueError:
-                if complete:
-                    stats.lines += 1
-                    stats.error("malformed json", f"{path}@{here}")
-                else:
-                    stats.partial_tail = True
+            obj, problem = parse_json_line(text)
+            if problem == "malformed json" and not complete:
+                stats.partial_tail = True
                 continue
             stats.lines += 1
+            if problem:
+                stats.error(problem, f"{path}@{here}")
+                if obj is None:
+                    continue
             if not isinstance(obj, dict):
                 stats.error("not a json object", f"{path}@{here}")
                 continue
@@ -297,7 +413,7 @@ def first_json_line(path: Path) -> dict[str, Any] | None:
         with open(path, "rb") as f:
             raw = f.readline(1 << 20)
         obj = json.loads(raw.decode("utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
 
@@ -312,6 +428,8 @@ def load_json_file(path: Path, stats: ParseStats) -> Any:
         stats.error("non-utf8 bytes", str(path))
     except ValueError:
         stats.error("malformed json", str(path))
+    except RecursionError:
+        stats.error("json nested too deeply", str(path))
     return None
 
 
@@ -357,7 +475,7 @@ def decode_value(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     return value
 

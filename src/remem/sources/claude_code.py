@@ -32,8 +32,10 @@ from .base import (
     existing_dirs,
     file_unit,
     first_json_line,
+    glob_paths,
     home_dir,
     iter_jsonl,
+    list_dir,
     parse_ts,
 )
 
@@ -72,14 +74,9 @@ class ClaudeCodeSource:
 
     def list_units(self, root: Path, stats: ParseStats | None = None) -> list[Unit]:
         units: list[Unit] = []
-        try:
-            project_dirs = [root, *sorted(p for p in root.iterdir() if p.is_dir())]
-        except OSError as e:
-            if stats is not None:
-                stats.error(f"unreadable directory: {e.strerror or e}", str(root))
-            return units
-        for pdir in project_dirs:
-            units.extend(_project_units(pdir))
+        entries = list_dir(root, stats)
+        for pdir in [root, *(p for p in entries if p.is_dir())]:
+            units.extend(_project_units(pdir, root_entries=entries if pdir == root else None, stats=stats))
         return sorted(units, key=lambda u: u.key)
 
     def read(self, unit: Unit, stats: ParseStats | None = None) -> Iterator[Message]:
@@ -98,11 +95,10 @@ class ClaudeCodeSource:
             yield m
 
 
-def _project_units(pdir: Path) -> list[Unit]:
-    try:
-        files = sorted(p for p in pdir.glob("*.jsonl") if p.is_file())
-    except OSError:
-        return []
+def _project_units(pdir: Path, *, root_entries: list[Path] | None = None,
+                   stats: ParseStats | None = None) -> list[Unit]:
+    entries = list_dir(pdir, stats) if root_entries is None else root_entries
+    files = [p for p in entries if p.suffix == ".jsonl" and p.is_file()]
     mains = {p.stem: p for p in files if not p.name.startswith("agent-")}
     parts: dict[str, list[Path]] = {stem: [] for stem in mains}
     orphans: dict[str, list[Path]] = {}
@@ -113,9 +109,9 @@ def _project_units(pdir: Path) -> list[Unit]:
             sid = str(first.get("sessionId") or "")
             (parts[sid] if sid in parts else orphans.setdefault(sid or p.stem, [])).append(p)
     # new layout: <sessionId>/subagents/agent-*.jsonl
-    for sub in sorted(pdir.glob("*/subagents")):
+    for sub in sorted(e / "subagents" for e in entries if (e / "subagents").is_dir()):
         sid = sub.parent.name
-        agent_files = sorted(sub.glob("agent-*.jsonl"))
+        agent_files = glob_paths(sub, "agent-*.jsonl", stats)
         (parts[sid] if sid in parts else orphans.setdefault(sid, [])).extend(agent_files)
     units: list[Unit] = []
     for stem, main in mains.items():
@@ -143,7 +139,7 @@ def _file_messages(path: Path, stats: ParseStats) -> Iterator[Message]:
             stats.ignore(str(rtype))
             continue
         if rtype not in ("user", "assistant"):
-            stats.error(f"unknown record type: {str(rtype)[:40]}", where)
+            stats.unknown_type(rtype)
             continue
         msg = rec.get("message")
         ts = parse_ts(rec.get("timestamp"))

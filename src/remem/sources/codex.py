@@ -13,7 +13,9 @@ shown an ``event_msg/user_message`` every ``response_item`` user message is trea
 echo. Echoes are matched by text in both directions, so files that lack either family
 still import. ``function_call``/``custom_tool_call`` pair with their outputs by
 ``call_id``; ``turn_aborted`` marks the turn cancelled and ``event_msg/error`` failed.
-``compacted``, reasoning, token counts and other bookkeeping are ignored;
+``compacted``, reasoning, token counts and other bookkeeping (``world_state``,
+``token_usage_record``…) are ignored; a record type remem does not know is counted as
+skipped, never as a failure;
 ``thread_rolled_back`` is not honoured (rolled-back turns stay imported). Only a file's
 first ``session_meta`` names it: later ones are copies carried in by a fork.
 
@@ -53,6 +55,7 @@ from .base import (
     home_dir,
     iter_jsonl,
     parse_ts,
+    walk_files,
 )
 
 AGENT = "codex"
@@ -66,7 +69,10 @@ _INJECTED_PREFIXES = (
 _TOOL_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 _TOOL_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 _RESPONSE_TYPES = frozenset({"message", "reasoning", *_TOOL_CALLS, *_TOOL_OUTPUTS})
-_IGNORED_TYPES = frozenset({"fork_reference"})   # a fork's pointer to the parent rollout
+#: record types that carry no conversation: skipped silently (a fork's pointer to its parent rollout,
+#: and Codex 0.171's state, token, tool-list, id and risk bookkeeping)
+_IGNORED_TYPES = frozenset({"fork_reference", "world_state", "token_usage_record", "dynamic_tools_updated",
+                            "id_allocation", "security_risk_score", "inter_agent_communication_metadata"})
 _HEAD_PEEK = 4096                                # session_meta.source comes before the long fields
 _HEAD_LIMIT = 1 << 20                            # bytes of the first line read to find the parent
 _PLAIN_SOURCE = re.compile(rb'"source"\s*:\s*"')
@@ -88,9 +94,7 @@ class CodexSource:
     def list_units(self, root: Path, stats: ParseStats | None = None) -> list[Unit]:
         files: list[Path] = []
         for sub in ("sessions", "archived_sessions"):
-            base = root / sub
-            if base.is_dir():
-                files.extend(sorted(base.rglob("*.jsonl")))
+            files.extend(walk_files(root / sub, ".jsonl", stats))
         heads = {p: rollout_head(p) for p in files}
         units: list[Unit] = []
         for top, members in fold_groups({str(p): h for p, h in heads.items()}).items():
@@ -157,7 +161,7 @@ def rollout_head(path: Path) -> tuple[str, str]:
         return sid, ""
     try:
         rec = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return sid, ""
     if not isinstance(rec, dict):
         return sid, ""
@@ -251,8 +255,11 @@ class _Reader:
                 elif rec.get("record_type"):
                     stats.ignore("state record")
                     continue
+                elif rtype in _IGNORED_TYPES:
+                    stats.ignore(str(rtype))
+                    continue
                 else:
-                    stats.error(f"unknown record type: {str(rtype)[:40]}", where)
+                    stats.unknown_type(rtype)
                     continue
             ts = parse_ts(rec.get("timestamp"))
             if rtype == "session_meta":
@@ -270,7 +277,7 @@ class _Reader:
                 stats.ignore(str(rtype))
                 continue
             if rtype not in ("response_item", "event_msg"):
-                stats.error(f"unknown record type: {str(rtype)[:40]}", where)
+                stats.unknown_type(rtype)
                 continue
             if ts is None:
                 if rec is payload and self.last_ts is not None:
@@ -417,7 +424,7 @@ def _tool_output(raw: Any) -> tuple[str, bool]:
     if text.startswith("{"):
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             obj = None
         if isinstance(obj, dict) and "output" in obj:
             meta = as_dict(obj.get("metadata"))

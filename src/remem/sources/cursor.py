@@ -34,6 +34,7 @@ from .base import (
     decode_value,
     existing_dirs,
     home_dir,
+    list_dir,
     load_json_file,
     parse_ts,
     xdg_config_home,
@@ -162,7 +163,7 @@ def _messages(cid: str, data: dict[str, Any], raw_bubbles: dict[str, Any], proje
                 if status in ("cancelled", "aborted"):
                     m.status = "cancelled"
         else:
-            stats.error(f"unknown bubble type: {str(btype)[:20]}", f"{cid}:{bid}")
+            stats.unknown_type(btype, "bubble type")
             continue
         yield m
 
@@ -173,7 +174,7 @@ def workspace_projects(root: Path, stats: ParseStats) -> dict[str, str]:
     ws_root = root / "workspaceStorage"
     if not ws_root.is_dir():
         return out
-    for ws in sorted(ws_root.iterdir()):
+    for ws in list_dir(ws_root, stats):
         db, meta = ws / "state.vscdb", ws / "workspace.json"
         if not (db.is_file() and meta.is_file()):
             continue

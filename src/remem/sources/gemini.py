@@ -13,7 +13,9 @@ is metadata; a record with an ``id`` is upserted (last write wins, first positio
 ``{"$rewindTo": id}`` drops that message and every later one. Replay keeps the live
 messages of one file in memory (Gemini files are rewritten/upserted, so they cannot be
 streamed line by line). Only ``user`` and ``gemini`` records are conversation;
-``info``/``error``/``warning`` are ignored. A gemini record's tool calls are emitted just
+``info``/``error``/``warning`` are ignored, and so is the ``<session_context>`` user
+message Gemini CLI 0.61 writes first (date, OS, folder listing), which is no prompt; another
+record type is counted as unknown and skipped. A gemini record's tool calls are emitted just
 before its text (the recorded text is the answer written after the tools ran).
 The project is the path mapped to the directory name in ``~/.gemini/projects.json``,
 else the directory name itself.
@@ -21,6 +23,7 @@ else the directory name itself.
 
 from __future__ import annotations
 
+import fnmatch
 import heapq
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -37,13 +40,17 @@ from .base import (
     existing_dirs,
     file_unit,
     first_json_line,
+    glob_paths,
     home_dir,
     iter_jsonl,
+    list_dir,
     load_json_file,
     parse_ts,
 )
 
 AGENT = "gemini"
+#: user records the CLI writes itself (0.61: the session's date/OS/folder context as the first message)
+_INJECTED_PREFIXES = ("<session_context>",)
 
 
 class GeminiSource:
@@ -58,18 +65,20 @@ class GeminiSource:
         stats = stats if stats is not None else ParseStats()
         projects = project_paths(root, stats)
         units: list[Unit] = []
-        for chats in sorted(root.glob("tmp/*/chats")):
+        for chats in glob_paths(root, "tmp/*/chats", stats):
             project = projects.get(chats.parent.name, chats.parent.name)
-            files = sorted(p for p in chats.glob("session-*.json*") if p.suffix in (".json", ".jsonl"))
+            entries = list_dir(chats, stats)
+            files = [p for p in entries if fnmatch.fnmatchcase(p.name, "session-*.json*")
+                     and p.suffix in (".json", ".jsonl")]
             stems_jsonl = {p.stem for p in files if p.suffix == ".jsonl"}
-            subdirs = [d for d in sorted(chats.iterdir()) if d.is_dir()]
+            subdirs = [d for d in entries if d.is_dir()]
             claimed: set[Path] = set()
             for p in files:
                 if p.suffix == ".json" and p.stem in stems_jsonl:
                     continue
                 mine = [d for d in subdirs if p.stem.endswith("-" + d.name[:8])]
                 claimed.update(mine)
-                parts = [f for d in mine for f in sorted(d.glob("*.jsonl"))]
+                parts = [f for d in mine for f in glob_paths(d, "*.jsonl", stats)]
                 meta: dict[str, Any] = {"project": project}
                 if parts:
                     # the logs' own units from when their parent was missing (see sync: their turns go)
@@ -82,7 +91,7 @@ class GeminiSource:
             for d in subdirs:
                 if d in claimed:
                     continue
-                for f in sorted(d.glob("*.jsonl")):
+                for f in glob_paths(d, "*.jsonl", stats):
                     u = file_unit(AGENT, f, session_id=subagent_session(f),
                                   meta={"project": project, "orphan": True})
                     if u is not None:
@@ -168,7 +177,7 @@ def _load(path: Path, stats: ParseStats) -> tuple[dict[str, Any], list[dict[str,
         if "sessionId" in rec or "projectHash" in rec:
             meta.update(rec)
             continue
-        stats.error("unknown record", f"{path}@{offset}")
+        stats.unknown_type(rec.get("type"), "record")
     return meta, list(live.values())
 
 
@@ -181,7 +190,7 @@ def _messages(records: list[dict[str, Any]], session: str, project: str, side: b
             stats.ignore(str(rtype))
             continue
         if rtype not in ("user", "gemini"):
-            stats.error(f"unknown message type: {str(rtype)[:20]}", mid)
+            stats.unknown_type(rtype, "message type")
             continue
         ts = parse_ts(rec.get("timestamp"))
         if ts is None:
@@ -192,6 +201,10 @@ def _messages(records: list[dict[str, Any]], session: str, project: str, side: b
         base: dict[str, Any] = {"session_id": session, "cwd": project, "sidechain": side}
         if rtype == "user":
             full = "\n".join([text, *images]) if images else text
+            if text.startswith(_INJECTED_PREFIXES):      # the CLI's own set-up message, not a prompt
+                yield Message(source_id=mid, role="user", text=full, ts=ts, real_user=False,
+                              extra={"kind": "injected"}, **base)
+                continue
             yield Message(source_id=mid, role="user", text=full, ts=ts, real_user=bool(text),
                           extra={} if text else {"kind": "attachment"}, **base)
             continue

@@ -35,6 +35,7 @@ from .base import (
     env_path,
     existing_dirs,
     file_unit,
+    glob_paths,
     home_dir,
     parse_ts,
     table_columns,
@@ -66,7 +67,7 @@ class HermesSource:
         if db.is_file():
             units.extend(_db_units(db, stats, in_db))
         sessions = root / "sessions"
-        for p in sorted([*sessions.glob("*.jsonl"), *sessions.glob("*/*.jsonl")]):
+        for p in sorted({*glob_paths(sessions, "*.jsonl", stats), *glob_paths(sessions, "*/*.jsonl", stats)}):
             sid = p.stem if p.parent == sessions else p.parent.name
             if sid in in_db or p.stem in in_db:
                 continue
@@ -219,7 +220,7 @@ def _message(r: dict[str, Any], root: str, members: Mapping[str, str], cwds: Map
         return None
     role = str(r.get("role") or "")
     if role not in ("user", "assistant", "tool", "system"):
-        stats.error(f"unknown role: {role[:20]}", where)
+        stats.unknown_type(role, "role")
         return None
     sid = str(r.get("session_id") or root)
     content = r.get("content")
@@ -261,7 +262,7 @@ def _tool_output(text: str) -> tuple[str, bool]:
     if text.startswith("{"):
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             obj = None
         if isinstance(obj, dict):
             code = obj.get("exit_code")

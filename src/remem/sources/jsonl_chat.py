@@ -35,6 +35,7 @@ from .base import (
     content_text,
     existing_dirs,
     file_unit,
+    glob_paths,
     home_dir,
     iter_jsonl,
     parse_ts,
@@ -87,11 +88,11 @@ class ChatLineParser:
             stats.ignore(rtype)
             return None
         else:
-            stats.error(f"unknown record type: {rtype[:40] or 'none'}", where)
+            stats.unknown_type(rtype or None)
             return None
         role = _ROLES.get(str(role_raw).lower().replace("-", "_"))
         if role is None:
-            stats.error(f"unknown role: {str(role_raw)[:40]}", where)
+            stats.unknown_type(role_raw, "role")
             return None
         ts = (parse_ts(rec.get("timestamp")) or parse_ts(inner.get("timestamp"))
               or parse_ts(rec.get("created_at")) or parse_ts(rec.get("ts")))
@@ -218,7 +219,7 @@ class JsonlChatSource:
 
     def list_units(self, root: Path, stats: ParseStats | None = None) -> list[Unit]:
         units = []
-        for p in sorted(root.glob(self.pattern)):
+        for p in glob_paths(root, self.pattern, stats):
             if p.is_file() and ".deleted." not in p.name:
                 u = file_unit(self.agent, p, session_id=p.stem)
                 if u is not None:

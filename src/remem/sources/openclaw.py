@@ -32,6 +32,7 @@ from .base import (
     env_path,
     existing_dirs,
     file_unit,
+    glob_paths,
     home_dir,
     parse_ts,
     table_columns,
@@ -62,7 +63,7 @@ class OpenClawSource:
         if db.is_file():
             units.extend(_db_units(db, stats))
             in_db = {u.session_id for u in units}
-        for p in sorted(root.glob("agents/*/sessions/*.jsonl")):
+        for p in glob_paths(root, "agents/*/sessions/*.jsonl", stats):
             if ".deleted." in p.name or p.stem in in_db:
                 continue
             u = file_unit(AGENT, p, session_id=p.stem, meta={"agent_id": p.parent.parent.name})

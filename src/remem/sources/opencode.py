@@ -31,6 +31,7 @@ from .base import (
     decode_value,
     env_path,
     existing_dirs,
+    glob_paths,
     image_placeholder,
     load_json_file,
     parse_ts,
@@ -125,7 +126,7 @@ def _db_units(db: Path, stats: ParseStats, db_sessions: set[str]) -> list[Unit]:
 def _legacy_units(storage: Path, stats: ParseStats, db_sessions: set[str]) -> list[Unit]:
     sessions: dict[str, dict[str, Any]] = {}
     files: dict[str, Path] = {}
-    for f in sorted((storage / "session").glob("*/*.json")):
+    for f in glob_paths(storage / "session", "*/*.json", stats):
         data = load_json_file(f, stats)
         if not isinstance(data, dict) or not data.get("id"):
             continue
@@ -237,7 +238,7 @@ def _messages(msg_id: str, root: str, sid: str, created: float | None, data: dic
         stats.error("missing timestamp", msg_id)
         return []
     if role not in ("user", "assistant"):
-        stats.error(f"unknown role: {str(role)[:20]}", msg_id)
+        stats.unknown_type(role, "role")
         return []
     if role == "assistant" and data.get("summary") is True:
         stats.ignore("compaction summary")

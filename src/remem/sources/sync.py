@@ -7,8 +7,12 @@ Rules (see docs/sync.md):
   last time is read *whole*, so a cursor landing mid-turn never loses the opening request.
 * Before importing, a content checkpoint (last message time, last message id, hash of the message
   ids) skips units whose messages did not change. Stable turn ids make the import idempotent.
-* The cursor advances to the newest message time seen only when the run had no errors, no
-  incomplete turns and was not stopped; the first clean run uses max(scan start, newest message).
+* The cursor advances to the newest message time seen unless the run was stopped, left a turn
+  incomplete or met a problem a later read may clear (a locked database, an unreadable file or
+  directory, a half-written last line); the first such clean run uses max(scan start, newest
+  message). Permanent problems (a malformed or too deeply nested line) are counted as ``failed``
+  and records of an unknown type as ``skipped_unknown``; neither holds the cursor back, since
+  reading the same bytes again finds nothing more.
 * Imports commit in batches; a unit's checkpoint is written after its last batch, so a run killed
   in the middle is finished by the next one without duplicates.
 * A unit that folds in sessions once imported on their own (``meta["absorbs"]``: a sub-agent whose
@@ -42,7 +46,9 @@ if TYPE_CHECKING:
 
 BATCH = 500                  # turns per write transaction
 COUNT_KEYS = ("messages_scanned", "unique_messages", "turns_added", "turns_updated", "duplicates",
-              "skipped_incomplete", "skipped_oversize", "skipped_empty", "failed", "turns_removed")
+              "skipped_incomplete", "skipped_oversize", "skipped_empty", "skipped_unknown", "failed",
+              "turns_removed")
+MAX_NOTES = 50               # error and skip reasons a result keeps (the counts are always complete)
 
 ProgressFn = Callable[[dict[str, Any]], None]
 
@@ -98,9 +104,12 @@ class SourceResult:
     cursor: float | None = None
     newest_start: float | None = None   # newest opening request imported (custom boundary)
     stopped: bool = False
+    held: int = 0                       # problems a later read may clear: they hold the cursor
+    skipped: list[str] = field(default_factory=list)   # where records of an unknown type were skipped
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "agent": self.agent, **self.counts, "errors": self.errors[:50],
+        return {"source": self.source, "agent": self.agent, **self.counts, "errors": self.errors[:MAX_NOTES],
+                "skipped": self.skipped[:MAX_NOTES],
                 "units_total": self.units_total, "units_read": self.units_read,
                 "units_unchanged": self.units_unchanged, "cursor": self.cursor, "stopped": self.stopped}
 
@@ -229,6 +238,7 @@ def _import_unit(mem: Remem, source: Source, name: str, unit: Unit, ckpt: dict[s
         messages = list(stream()) if unit.size < 8 * 1024 * 1024 else None
     except Exception as e:  # a parser bug must not abort the whole source
         res.counts["failed"] += 1
+        res.held += 1
         res.errors.append(f"{unit.path}: {type(e).__name__}: {e}")
         return True
     if ckpts is not None:
@@ -261,6 +271,7 @@ def _import_unit(mem: Remem, source: Source, name: str, unit: Unit, ckpt: dict[s
             _write(mem, res, pending)
     except Exception as e:
         res.counts["failed"] += 1
+        res.held += 1
         res.errors.append(f"{unit.path}: {type(e).__name__}: {e}")
         return True
     res.counts["messages_scanned"] += digest.scanned
@@ -287,16 +298,27 @@ def _keep(turns: list[TurnIn], name: str, boundary: float | None, res: SourceRes
 
 def _finish_unit(mem: Remem, name: str, unit: Unit, stats: ParseStats, digest: _Digest,
                  res: SourceResult) -> None:
-    if stats.bad:
-        res.counts["failed"] += stats.bad
-        for reason, n in stats.errors.items():
-            res.errors.append(f"{unit.path}: {reason} ×{n}")
+    _count_stats(res, stats, str(unit.path))
     if digest.newest is not None and (res.newest_ts is None or digest.newest > res.newest_ts):
         res.newest_ts = digest.newest
     # a unit whose read may find more next time (half-written line, locked or unreadable file) keeps
     # no fingerprint, so the next sync reads it again; permanent problems are reported once per change
     _save_checkpoint(mem, name, unit, fingerprint=not stats.transient, last_ts=digest.last_ts,
                      last_id=digest.last_id, digest=digest.h.hexdigest())
+
+
+def _count_stats(res: SourceResult, stats: ParseStats, where: str) -> None:
+    """Fold one read's (or listing's) problems into a source's result."""
+    if stats.bad:
+        res.counts["failed"] += stats.bad
+        for reason, n in stats.errors.items():
+            res.errors.append(f"{where}: {reason} ×{n}")
+    if stats.unknown:
+        res.counts["skipped_unknown"] += sum(stats.unknown.values())
+        for reason, n in stats.unknown.items():
+            res.skipped.append(f"{where}: {reason} ×{n}")
+    if stats.transient:
+        res.held += 1
 
 
 def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: list[Path] | None = None,
@@ -318,10 +340,14 @@ def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: l
             units.extend(source.list_units(root, stats))
         except Exception as e:
             res.counts["failed"] += 1
+            res.held += 1
             res.errors.append(f"{root}: {type(e).__name__}: {e}")
-    for reason, n in stats.errors.items():
-        res.counts["failed"] += n
-        res.errors.append(f"{name}: {reason} ×{n}")
+    # listing problems (an unreadable directory) are reported with the path they concern
+    res.counts["failed"] += stats.bad
+    res.errors.extend(stats.samples if stats.samples else
+                      [f"{name}: {reason} ×{n}" for reason, n in stats.errors.items()])
+    if stats.transient:
+        res.held += 1
     cursor = state.get("cursor")
     boundary = state.get("boundary") if boundary_mode else None
     ckpts = _checkpoints(mem, name)
@@ -345,7 +371,7 @@ def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: l
         if i % 5 == 0 or i == len(units):
             emit({"event": "progress", "source": name, "units_done": i, "units_total": len(units),
                   **res.counts})
-    clean = not res.stopped and res.counts["failed"] == 0 and res.counts["skipped_incomplete"] == 0
+    clean = not res.stopped and res.held == 0 and res.counts["skipped_incomplete"] == 0
     res.cursor = next_cursor(cursor, scan_start=scan_start, newest=res.newest_ts, clean=clean)
     now = time.time()
     with transaction(mem.db):
@@ -400,6 +426,7 @@ def run_sync(mem: Remem, agents: list[str] | None = None, *, full: bool = False,
     total = dict.fromkeys(COUNT_KEYS, 0)
     per: list[dict[str, Any]] = []
     errors: list[str] = [f"{a}: no history found on this machine" for a in missing]
+    skipped: list[str] = []
     t0 = time.time()
     with sync_lock(mem):
         for src, name, given, custom in plan:
@@ -411,7 +438,9 @@ def run_sync(mem: Remem, agents: list[str] | None = None, *, full: bool = False,
             for k in COUNT_KEYS:
                 total[k] += r.counts[k]
             errors.extend(r.errors)
+            skipped.extend(r.skipped)
     total["errors"] = errors[:100]  # type: ignore[assignment]
+    total["skipped"] = skipped[:100]  # type: ignore[assignment]
     out = {"sources": per, "total": total, "stopped": control.stopped, "seconds": round(time.time() - t0, 3)}
     if on_progress:
         on_progress({"event": "done", **out})

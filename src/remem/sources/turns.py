@@ -21,10 +21,13 @@ A pure function of its inputs. Rules (see FORMATS.md, "Generic turn rule"):
 * Tool calls are paired with results by call id; each call's output is shortened on its
   own to ``max_tool_output`` characters (head + tail around a marker), inputs to four times
   that. A result whose call is not in the turn becomes a ``tool_result`` entry.
-* A turn without any assistant text is *incomplete* and never emitted. The last turn of a
-  session is emitted only when it ends with its reply (no tool activity after the reply
-  text); otherwise it is still running, is counted as incomplete, and a later sync that
-  reads more of the session completes it under the same ``source_key``.
+* A turn followed by the next real request is complete, whatever it holds: one whose reply
+  never arrived or was lost (the agent was interrupted, or its reply line was cut) is emitted
+  with an empty reply, so it is never reported as incomplete forever. The last turn of a
+  session is emitted only when it has a reply and ends with it (no tool activity after the
+  reply text); otherwise it is still running, is counted as incomplete, and a later sync that
+  reads more of the session completes it under the same ``source_key``. A turn closed by a
+  harness barrier without any reply is dropped as incomplete.
 * ``message_ids`` lists every source id of the turn's messages; a parser that merges several
   records into one message (Claude streaming split) lists them in ``extra["source_ids"]``.
 * Status: ``cancelled`` when a message of the turn says so (interrupt, abort), else
@@ -131,7 +134,7 @@ class TurnAssembler:
             if not request:
                 res.skipped_empty += 1
             else:
-                self._close(m.session_id, sess, final=False)
+                self._close(m.session_id, sess, final=False, successor=True)
                 sess.open = _Open(opener=m, request=request)
                 self._absorb(sess.open, m, side=False)
                 return
@@ -187,19 +190,19 @@ class TurnAssembler:
 
     # -- closing
 
-    def _close(self, session_id: str, sess: _Session, *, final: bool) -> None:
+    def _close(self, session_id: str, sess: _Session, *, final: bool, successor: bool = False) -> None:
         t = sess.open
         sess.open = None
         if t is None:
             return
-        if not t.has_text or (final and t.activity_after_text):
+        if (not t.has_text and not successor) or (final and t.activity_after_text):
             self.result.incomplete += 1
             return
         self.result.turns.append(self._turn(session_id, t))
 
     def _turn(self, session_id: str, t: _Open) -> TurnIn:
-        last_text = max(i for i, e in enumerate(t.entries) if isinstance(e, str))
-        reply = t.entries[last_text]
+        last_text = max((i for i, e in enumerate(t.entries) if isinstance(e, str)), default=-1)
+        reply = t.entries[last_text] if last_text >= 0 else ""
         assert isinstance(reply, str)
         actions: list[ToolCall] = []
         for i, e in enumerate(t.entries):
