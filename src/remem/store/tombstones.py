@@ -1,0 +1,106 @@
+"""Tombstones: what the user forgot stays forgotten.
+
+``remem forget`` (and the API, MCP and viewer, through ``Remem.forget``) deletes rows and leaves one
+tombstone per forgotten turn (its source key, and its session + request hash so a live capture and
+its imported twin are both kept out), per forgotten session (every turn of it, also later ones) or
+per forgotten source (what it held up to the moment of forgetting). The write pipeline checks them
+for every writer (sync, hooks, import, API); only ``remem forget --undo`` or an explicit re-add of
+the same memory brings a turn back. Tombstones hold keys and hashes, never the forgotten text.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any
+
+from ..scope import Scope
+from .turns import TurnRow
+
+KINDS = ("turn", "session", "source")
+
+
+def any_kept_out(db: sqlite3.Connection) -> bool:
+    """Whether any tombstone exists (one cheap read per write batch; most homes have none)."""
+    return db.execute("SELECT 1 FROM tombstones LIMIT 1").fetchone() is not None
+
+
+def keeps_out(db: sqlite3.Connection, row: TurnRow) -> bool:
+    """Whether a tombstone of ``row``'s owner covers it."""
+    when = row.started_at if row.started_at is not None else row.ended_at
+    hit = db.execute(
+        "SELECT 1 FROM tombstones WHERE owner = ? AND ("
+        " (kind = 'turn' AND key = ?)"
+        " OR (kind = 'turn' AND ? != '' AND session_id = ? AND agent = ? AND request_hash = ?"
+        "     AND (substr(key, 1, 5) = 'live:') != ?)"
+        " OR (kind = 'session' AND ? != '' AND key = ?)"
+        " OR (kind = 'source' AND key IN (?, ?) AND coalesce(?, 0) <= until)"
+        ") LIMIT 1",
+        (row.owner, row.source_key, row.session_id, row.session_id, row.agent, row.request_hash,
+         row.source_key.startswith("live:"), row.session_id, row.session_id, row.source_name or row.agent,
+         row.agent, when)).fetchone()
+    return hit is not None
+
+
+def lift_turn(db: sqlite3.Connection, row: TurnRow) -> None:
+    """An explicit re-add: the turn's own tombstone goes (session / source tombstones stay)."""
+    db.execute("DELETE FROM tombstones WHERE owner = ? AND kind = 'turn' AND (key = ? OR (? != '' AND "
+               "session_id = ? AND agent = ? AND request_hash = ?))",
+               (row.owner, row.source_key, row.session_id, row.session_id, row.agent, row.request_hash))
+
+
+def bury_turns(db: sqlite3.Connection, rows: list[sqlite3.Row | dict[str, Any]], now: float | None = None) -> int:
+    """One tombstone per turn about to be deleted (rows with id, owner, source_key, agent,
+    session_id, request_hash, source_name). Caller holds the transaction."""
+    now = now or time.time()
+    db.executemany(
+        "INSERT INTO tombstones (owner, kind, key, turn_id, agent, session_id, request_hash, source_name, "
+        "created_at) VALUES (?, 'turn', ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(owner, kind, key) DO UPDATE SET "
+        "turn_id = excluded.turn_id, created_at = excluded.created_at",
+        [(r["owner"], r["source_key"], r["id"], r["agent"], r["session_id"], r["request_hash"],
+          r["source_name"], now) for r in rows])
+    return len(rows)
+
+
+def bury(db: sqlite3.Connection, owners: list[str], kind: str, key: str, *, agent: str = "",
+         source_name: str = "", now: float | None = None) -> None:
+    """A session or source tombstone for each owner. A source keeps out what it held up to now."""
+    if kind not in ("session", "source"):
+        raise ValueError(f"unknown tombstone kind {kind!r}")
+    now = now or time.time()
+    db.executemany(
+        "INSERT INTO tombstones (owner, kind, key, agent, source_name, until, created_at) "
+        "VALUES (?,?,?,?,?,?,?) ON CONFLICT(owner, kind, key) DO UPDATE SET until = excluded.until, "
+        "agent = excluded.agent, source_name = excluded.source_name, created_at = excluded.created_at",
+        [(o, kind, key, agent, source_name, now if kind == "source" else None, now) for o in owners])
+
+
+def lift(db: sqlite3.Connection, scope: Scope, *, ids: list[str] | None = None, session_id: str | None = None,
+         source: str | None = None) -> list[dict[str, Any]]:
+    """Remove tombstones (``remem forget --undo``); returns the ones removed."""
+    where, params = Scope.of(list(scope.owners)).sql()
+    if ids is not None:
+        if not ids:
+            return []
+        clause, args = f"kind = 'turn' AND turn_id IN ({','.join('?' * len(ids))})", list(ids)
+    elif session_id is not None:
+        clause, args = "kind = 'session' AND key = ?", [session_id]
+    elif source is not None:
+        clause, args = "kind = 'source' AND key = ?", [source]
+    else:
+        raise ValueError("lift needs ids, a session or a source")
+    rows = [dict(r) for r in db.execute(
+        f"SELECT id, owner, kind, key, turn_id, agent, session_id, source_name, until, created_at "
+        f"FROM tombstones WHERE {where} AND {clause}", [*params, *args])]
+    if rows:
+        marks = ",".join("?" * len(rows))
+        db.execute(f"DELETE FROM tombstones WHERE id IN ({marks})", [r["id"] for r in rows])
+    return rows
+
+
+def list_all(db: sqlite3.Connection, scope: Scope, limit: int = 200) -> list[dict[str, Any]]:
+    """Tombstones of the scope's owners, newest first."""
+    where, params = Scope.of(list(scope.owners)).sql()
+    return [dict(r) for r in db.execute(
+        f"SELECT owner, kind, key, turn_id, agent, session_id, source_name, until, created_at "
+        f"FROM tombstones WHERE {where} ORDER BY created_at DESC, id DESC LIMIT ?", [*params, limit])]
