@@ -147,9 +147,13 @@ def forget(ctx: click.Context, ids: tuple[str, ...], session: str | None, source
     again with `remem add` brings that one back."""
     mem = open_mem(ctx)
     if list_:
-        rows = mem.tombstones(owner=owner)
-        emit({"kept_out": rows}, as_json, lambda d: [click.echo(_kept_line(t)) for t in d["kept_out"]]
-             or click.echo("nothing is kept out"))
+        def show(d: dict[str, Any]) -> None:
+            for t in d["kept_out"]:
+                click.echo(_kept_line(t))
+            if not d["kept_out"]:
+                click.echo("nothing is kept out")
+
+        emit({"kept_out": mem.tombstones(owner=owner)}, as_json, show)
         return
     chosen = sum(bool(x) for x in (ids, session, source))
     if chosen != 1:
