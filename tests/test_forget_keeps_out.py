@@ -273,3 +273,33 @@ def test_forgotten_through_the_api_stays_out_of_capture_and_import(tmp_path):
             assert c.get(f"/api/v1/memories/{added['id']}").status_code == 404
     finally:
         d.stop()
+
+
+# --- MCP -----------------------------------------------------------------------------------------
+
+
+def test_forgotten_through_mcp_stays_out_of_the_next_sync(cli, remem_home):
+    pytest.importorskip("mcp")
+    import sys
+
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    write_claude()
+    jcli(cli, "sync", "claude-code")
+    secret = next(t for t in turns_of(cli) if "1Password" in t["request"])
+    params = StdioServerParameters(command=sys.executable, args=["-m", "remem", "mcp", "--agent", "claude-code"],
+                                   env=dict(os.environ))
+
+    async def session() -> dict:
+        async with Client(params, read_timeout_seconds=60) as client:
+            res = await client.call_tool("memory_forget", {"id": secret["id"]})
+            sc = getattr(res, "structured_content", None) or getattr(res, "structuredContent", None)
+            return sc or json.loads(res.content[0].text)
+
+    assert anyio.run(session) == {"forgotten": 1, "ids": [secret["id"]], "kept_out": True}
+    append_one_more()
+    res = jcli(cli, "sync", "claude-code", "--full", "--yes")["total"]
+    assert res["skipped_forgotten"] == 1 and res["turns_added"] == 1
+    assert not any("1Password" in t["request"] for t in turns_of(cli))
