@@ -28,18 +28,17 @@ def any_kept_out(db: sqlite3.Connection) -> bool:
 def keeps_out(db: sqlite3.Connection, row: TurnRow) -> bool:
     """Whether a tombstone of ``row``'s owner covers it."""
     when = row.started_at if row.started_at is not None else row.ended_at
+    # one indexed lookup per form (an OR over them would scan every tombstone of the owner)
     hit = db.execute(
-        "SELECT 1 FROM tombstones WHERE owner = ? AND ("
-        " (kind = 'turn' AND key = ?)"
-        " OR (kind = 'turn' AND ? != '' AND session_id = ? AND agent = ? AND request_hash = ?"
-        "     AND (substr(key, 1, 5) = 'live:') != ?)"
-        " OR (kind = 'session' AND ? != '' AND key = ?)"
-        " OR (kind = 'source' AND key IN (?, ?) AND coalesce(?, 0) <= until)"
-        ") LIMIT 1",
-        (row.owner, row.source_key, row.session_id, row.session_id, row.agent, row.request_hash,
-         row.source_key.startswith("live:"), row.session_id, row.session_id, row.source_name or row.agent,
-         row.agent, when)).fetchone()
-    return hit is not None
+        "SELECT EXISTS (SELECT 1 FROM tombstones WHERE owner = ?1 AND kind = 'turn' AND key = ?2)"
+        " OR (?3 != '' AND EXISTS (SELECT 1 FROM tombstones WHERE owner = ?1 AND session_id = ?3"
+        "     AND request_hash = ?4 AND kind = 'turn' AND agent = ?5 AND (substr(key, 1, 5) = 'live:') != ?6))"
+        " OR (?3 != '' AND EXISTS (SELECT 1 FROM tombstones WHERE owner = ?1 AND kind = 'session' AND key = ?3))"
+        " OR EXISTS (SELECT 1 FROM tombstones WHERE owner = ?1 AND kind = 'source' AND key IN (?7, ?5)"
+        "     AND coalesce(?8, 0) <= until)",
+        (row.owner, row.source_key, row.session_id, row.request_hash, row.agent,
+         row.source_key.startswith("live:"), row.source_name or row.agent, when)).fetchone()[0]
+    return bool(hit)
 
 
 def lift_turn(db: sqlite3.Connection, row: TurnRow) -> None:
