@@ -163,8 +163,8 @@ def forget(ctx: click.Context, ids: tuple[str, ...], session: str | None, source
         if not lifted:
             raise InputError("nothing forgotten matches that in this scope (see remem forget --list)")
         emit({"let_back": len(lifted), "tombstones": lifted}, as_json,
-             lambda d: click.echo(f"{_n(d['let_back'], 'forgotten item')} let back in; the next "
-                                  "`remem sync` brings them back from the agents' history"))
+             lambda d: click.echo(f"{_n(d['let_back'], 'forgotten item')} let back in; the next `remem sync` "
+                                  f"brings {'it' if d['let_back'] == 1 else 'them'} back from the agents' history"))
         return
     if (session or source) and not yes and not as_json:
         what = f"session {session}" if session else f"source {source}"
@@ -179,7 +179,8 @@ def forget(ctx: click.Context, ids: tuple[str, ...], session: str | None, source
         keep = (f"what source {source} held up to now stays out of later syncs and imports; new work "
                 f"from now on is remembered (undo: remem forget --undo --source {source})")
     else:
-        keep = ("they stay out of later syncs, hooks and imports (undo: remem forget --undo "
+        keep = (f"{'it stays' if len(gone) == 1 else 'they stay'} out of later syncs, hooks and imports "
+                "(undo: remem forget --undo "
                 + " ".join(gone[:5]) + (" …" if len(gone) > 5 else "") + ")")
     emit({"forgotten": len(gone), "ids": gone, "kept_out": keep}, as_json,
          lambda d: click.echo(f"forgot {_n(d['forgotten'], 'memory', 'memories')}; {d['kept_out']}"))
