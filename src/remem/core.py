@@ -231,21 +231,11 @@ class Remem:
         db = self.db
         with transaction(db):
             if keep_out and ids is not None:
-                where, params = sc.sql()
-                marks = ",".join("?" * len(ids)) or "NULL"
-                rows = db.execute(f"SELECT id, owner, source_key, agent, session_id, request_hash, source_name "
-                                  f"FROM turns WHERE {where} AND id IN ({marks})", [*params, *ids]).fetchall()
-                tombrepo.bury_turns(db, rows)
-            agents: set[str] = set()
-            if keep_out and ids is None and session is not None:
-                where, params = sc.sql()
-                agents = {r[0] for r in db.execute(f"SELECT DISTINCT agent FROM turns WHERE {where} "
-                                                   f"AND session_id = ?", [*params, session])}
+                tombrepo.bury_turns(db, sc, ids)
+            elif keep_out and (session is not None or source is not None):
+                tombrepo.bury(db, sc, "session" if session is not None else "source",
+                              str(session if session is not None else source))
             gone = turnrepo.delete(db, sc, ids=ids, session_id=session, source_name=source)
-            if keep_out and ids is None:
-                tombrepo.bury(db, list(sc.owners), "session" if session is not None else "source",
-                              str(session if session is not None else source),
-                              agent=agents.pop() if len(agents) == 1 else "")
             if gone or (keep_out and ids is None):
                 db.execute(
                     "INSERT INTO audit (ts, action, owner, target, detail) VALUES (?,?,?,?,?)",
@@ -264,13 +254,7 @@ class Remem:
         db = self.db
         with transaction(db):
             lifted = tombrepo.lift(db, sc, ids=ids, session_id=session, source=source)
-            # forget the checkpoints of the sources they came from: unchanged files are read again
-            names = {t["source_name"] or t["agent"] or (t["key"] if t["kind"] == "source" else "") for t in lifted}
-            if "" in names:  # a session of several agents (or none recorded): read every source again
-                db.execute("DELETE FROM checkpoints")
-            for name in names - {""}:
-                db.execute("DELETE FROM checkpoints WHERE source IN (SELECT name FROM sources WHERE name = ? "
-                           "OR agent = ?)", (name, name))
+            tombrepo.reread_sources(db, lifted)
             if lifted:
                 db.execute("INSERT INTO audit (ts, action, owner, target, detail) VALUES (?,?,?,?,?)",
                            (time.time(), "unforget", ",".join(sc.owners), ids and ",".join(ids[:20]) or session

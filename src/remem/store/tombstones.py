@@ -48,10 +48,15 @@ def lift_turn(db: sqlite3.Connection, row: TurnRow) -> None:
                (row.owner, row.source_key, row.session_id, row.session_id, row.agent, row.request_hash))
 
 
-def bury_turns(db: sqlite3.Connection, rows: list[sqlite3.Row | dict[str, Any]], now: float | None = None) -> int:
-    """One tombstone per turn about to be deleted (rows with id, owner, source_key, agent,
-    session_id, request_hash, source_name). Caller holds the transaction."""
+def bury_turns(db: sqlite3.Connection, scope: Scope, ids: list[str], now: float | None = None) -> int:
+    """One tombstone per turn of ``ids`` in scope, written before the turns are deleted (caller
+    holds the transaction). Returns how many."""
+    if not ids:
+        return 0
     now = now or time.time()
+    where, params = scope.sql()
+    rows = db.execute(f"SELECT id, owner, source_key, agent, session_id, request_hash, source_name FROM turns "
+                      f"WHERE {where} AND id IN ({','.join('?' * len(ids))})", [*params, *ids]).fetchall()
     db.executemany(
         "INSERT INTO tombstones (owner, kind, key, turn_id, agent, session_id, request_hash, source_name, "
         "created_at) VALUES (?, 'turn', ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(owner, kind, key) DO UPDATE SET "
@@ -61,17 +66,34 @@ def bury_turns(db: sqlite3.Connection, rows: list[sqlite3.Row | dict[str, Any]],
     return len(rows)
 
 
-def bury(db: sqlite3.Connection, owners: list[str], kind: str, key: str, *, agent: str = "",
-         source_name: str = "", now: float | None = None) -> None:
-    """A session or source tombstone for each owner. A source keeps out what it held up to now."""
+def bury(db: sqlite3.Connection, scope: Scope, kind: str, key: str, now: float | None = None) -> None:
+    """A session or source tombstone for each owner of ``scope``, written before the turns are
+    deleted. A source keeps out what it held up to now; a session every turn of it."""
     if kind not in ("session", "source"):
         raise ValueError(f"unknown tombstone kind {kind!r}")
     now = now or time.time()
+    agent = ""
+    if kind == "session":  # remembered so --undo re-reads only that agent's history
+        where, params = scope.sql()
+        agents = [r[0] for r in db.execute(f"SELECT DISTINCT agent FROM turns WHERE {where} AND session_id = ? "
+                                           f"LIMIT 2", [*params, key])]
+        agent = agents[0] if len(agents) == 1 else ""
     db.executemany(
-        "INSERT INTO tombstones (owner, kind, key, agent, source_name, until, created_at) "
-        "VALUES (?,?,?,?,?,?,?) ON CONFLICT(owner, kind, key) DO UPDATE SET until = excluded.until, "
-        "agent = excluded.agent, source_name = excluded.source_name, created_at = excluded.created_at",
-        [(o, kind, key, agent, source_name, now if kind == "source" else None, now) for o in owners])
+        "INSERT INTO tombstones (owner, kind, key, agent, until, created_at) VALUES (?,?,?,?,?,?) "
+        "ON CONFLICT(owner, kind, key) DO UPDATE SET until = excluded.until, agent = excluded.agent, "
+        "created_at = excluded.created_at",
+        [(o, kind, key, agent, now if kind == "source" else None, now) for o in scope.owners])
+
+
+def reread_sources(db: sqlite3.Connection, lifted: list[dict[str, Any]]) -> None:
+    """Drop the checkpoints of the sources lifted tombstones came from, so the next sync re-reads
+    their unchanged files and brings the turns back (a session of unknown agent: every source)."""
+    names = {t["source_name"] or t["agent"] or (t["key"] if t["kind"] == "source" else "") for t in lifted}
+    if "" in names:
+        db.execute("DELETE FROM checkpoints")
+    for name in names - {""}:
+        db.execute("DELETE FROM checkpoints WHERE source IN (SELECT name FROM sources WHERE name = ? OR agent = ?)",
+                   (name, name))
 
 
 def lift(db: sqlite3.Connection, scope: Scope, *, ids: list[str] | None = None, session_id: str | None = None,
