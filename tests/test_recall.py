@@ -402,12 +402,13 @@ def test_error_time_migration_backfills(tmp_path):
         migrations.migrate(db)
         db.execute("INSERT INTO turns (id, source_key, owner, agent, request, reply, error_sigs, ended_at, "
                    "created_at, updated_at, content_hash) "
-                   "VALUES ('t1', 'k1', 'o', 'a', 'r', 'x', '[\"ValueError: bad\"]', 123.0, 100.0, 100.0, 'h')")
+                   "VALUES ('t1', 'k1', 'o', 'a', 'r', 'x', '[\"ValueError: bad\"]', 1700000123.0, 1.7e9, 1.7e9, 'h')")
         assert db.execute("SELECT count(*) FROM turn_errors").fetchone()[0] == 1
     finally:
         migrations.MIGRATIONS[:] = saved
-    assert migrations.migrate(db) == ["m006_error_time"]
-    assert db.execute("SELECT sig, head, at FROM turn_errors").fetchone()[:] == ("ValueError: bad", "ValueError", 123.0)
+    assert migrations.migrate(db)[0] == "m006_error_time"
+    assert db.execute("SELECT sig, head, at FROM turn_errors").fetchone()[:] == ("ValueError: bad", "ValueError",
+                                                                                1700000123.0)
 
 
 def test_turn_count_is_exact_when_small_and_not_recounted_after_every_write_when_large(mem, monkeypatch):

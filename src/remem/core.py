@@ -16,11 +16,12 @@ from . import config as configmod
 from .agents import canonical_agent
 from .ingest.deferred import index_rows
 from .ingest.normalize import InputError, check_user_text
-from .ingest.pipeline import BatchResult, WriteResult, persist, prepare
+from .ingest.pipeline import PRESERVED, BatchResult, WriteResult, persist
 from .model import ToolCall, TurnIn
 from .scope import Scope
 from .store import connect, migrate, transaction
 from .store import jobs as jobrepo
+from .store import tombstones as tombrepo
 from .store import turns as turnrepo
 from .store import vectors as vecrepo
 from .store.db import StoreError, db_path, explain_error
@@ -151,13 +152,16 @@ class Remem:
         return Scope.of(owners, agent=agent, project=project)
 
     # -- writes ----------------------------------------------------------------------------
-    def add_turns(self, turns: builtins.list[TurnIn], *, live: bool = False, defer_index: bool = False) -> BatchResult:
+    def add_turns(self, turns: builtins.list[TurnIn], *, live: bool = False, defer_index: bool = False,
+                  revive: bool = False, preserve: builtins.list[dict[str, Any] | None] | None = None,
+                  fallback_ts: float | None = None) -> BatchResult:
+        """Every write goes through here into the one pipeline (``ingest.pipeline.persist``)."""
         if self.readonly:
             raise StoreError("this remem handle is read-only")
         try:
             res = persist(self.db, turns, max_bytes=int(self.config.get("ingest.max_turn_bytes")),
                           max_tool_output=int(self.config.get("ingest.max_tool_output")), live=live,
-                          defer_index=defer_index)
+                          defer_index=defer_index, revive=revive, preserve=preserve, fallback_ts=fallback_ts)
         except sqlite3.Error as e:
             raise explain_error(e, self.config.db_path) from None
         if self._access:
@@ -168,7 +172,8 @@ class Remem:
             session: str = "", reply: str = "", actions: builtins.list[ToolCall] | None = None,
             status: str = "succeeded", source_key: str = "", tags: builtins.list[str] | None = None,
             importance: float = 0.5, ts: float | None = None) -> WriteResult:
-        """Store one memory (a note, or a request with its reply). Validates like a person typed it."""
+        """Store one memory (a note, or a request with its reply). Validates like a person typed it.
+        An explicit add: a memory the user forgot comes back when it is added again."""
         check_user_text(text)
         if reply:
             check_user_text(reply)
@@ -177,7 +182,7 @@ class Remem:
                       agent=agent, project=project, session_id=session, source_key=source_key,
                       status=status, started_at=ts or time.time(), ended_at=ts or time.time(),
                       tags=tags or [], importance=importance)
-        return self.add_turns([turn]).results[0]
+        return self.add_turns([turn], revive=True).results[0]
 
     # -- reads -----------------------------------------------------------------------------
     def get(self, memory_id: str, *, owner: str | builtins.list[str] | None = None,
@@ -214,19 +219,51 @@ class Remem:
                                    until=until, kind=kind, limit=limit, offset=offset)
 
     def forget(self, *, ids: builtins.list[str] | None = None, session: str | None = None,
-               source: str | None = None, owner: str | builtins.list[str] | None = None) -> builtins.list[str]:
-        """Delete memories by id, by session or by source, with everything derived from them."""
+               source: str | None = None, owner: str | builtins.list[str] | None = None,
+               keep_out: bool = True) -> builtins.list[str]:
+        """Delete memories by id, by session or by source, with everything derived from them.
+
+        ``keep_out`` (every face: CLI, API, MCP, viewer) leaves tombstones so no later sync,
+        capture or import brings them back (``store.tombstones``): the forgotten turns; every turn
+        of a forgotten session, also later ones; what a forgotten source held up to now.
+        ``unforget`` (``remem forget --undo``) or an explicit re-add is the way back."""
         sc = self.scope(owner)
-        with transaction(self.db):
-            gone = turnrepo.delete(self.db, sc, ids=ids, session_id=session, source_name=source)
-            if gone:
-                self.db.execute(
+        db = self.db
+        with transaction(db):
+            if keep_out and ids is not None:
+                tombrepo.bury_turns(db, sc, ids)
+            elif keep_out and (session is not None or source is not None):
+                tombrepo.bury(db, sc, "session" if session is not None else "source",
+                              str(session if session is not None else source))
+            gone = turnrepo.delete(db, sc, ids=ids, session_id=session, source_name=source)
+            if gone or (keep_out and ids is None):
+                db.execute(
                     "INSERT INTO audit (ts, action, owner, target, detail) VALUES (?,?,?,?,?)",
                     (time.time(), "forget", ",".join(sc.owners), ids and ",".join(ids[:20]) or session or source or "",
-                     json.dumps({"count": len(gone)})))
+                     json.dumps({"count": len(gone), "keep_out": keep_out})))
         if gone:
             self._forget_corpora()
         return gone
+
+    def unforget(self, *, ids: builtins.list[str] | None = None, session: str | None = None,
+                 source: str | None = None, owner: str | builtins.list[str] | None = None
+                 ) -> builtins.list[dict[str, Any]]:
+        """Lift tombstones (``remem forget --undo``): the next sync re-reads the sources they name
+        and brings those turns back. Returns the tombstones lifted."""
+        sc = self.scope(owner)
+        db = self.db
+        with transaction(db):
+            lifted = tombrepo.lift(db, sc, ids=ids, session_id=session, source=source)
+            tombrepo.reread_sources(db, lifted)
+            if lifted:
+                db.execute("INSERT INTO audit (ts, action, owner, target, detail) VALUES (?,?,?,?,?)",
+                           (time.time(), "unforget", ",".join(sc.owners), ids and ",".join(ids[:20]) or session
+                            or source or "", json.dumps({"count": len(lifted)})))
+        return lifted
+
+    def tombstones(self, *, owner: str | builtins.list[str] | None = None) -> builtins.list[dict[str, Any]]:
+        """What ``forget`` keeps out for these owners, newest first."""
+        return tombrepo.list_all(self.db, self.scope(owner))
 
     def _forget_corpora(self) -> None:
         """Deleted turns must leave recall's cached scope corpora at once (not after a rebuild)."""
@@ -372,56 +409,51 @@ class Remem:
         self.db.execute("VACUUM INTO ?", (str(dest),))
         return dest
 
-    def import_jsonl(self, lines: Iterable[str], *, owner: str | None = None) -> dict[str, int]:
-        """Import an export. Records keep their ids and times; importing twice adds nothing."""
-        counts = {"added": 0, "updated": 0, "duplicate": 0, "skipped_oversize": 0, "skipped_empty": 0,
-                  "invalid": 0}
-        batch: builtins.list[dict[str, Any]] = []
+    def import_jsonl(self, lines: Iterable[str], *, owner: str | None = None) -> dict[str, Any]:
+        """Import an export through the write pipeline (redaction, tombstones, entities, audit).
+        Records keep their ids and times; importing twice adds nothing. A line that is not a turn
+        record (bad JSON, too deeply nested, wrong field types) is counted as ``invalid``, its
+        number listed in ``invalid_lines`` (the first 20), and the rest is imported. A file with
+        no turn record at all is not an export: InputError naming its first bad line."""
+        counts: dict[str, Any] = {"added": 0, "updated": 0, "duplicate": 0, "skipped_oversize": 0,
+                                  "skipped_empty": 0, "skipped_forgotten": 0, "times_fixed": 0, "invalid": 0}
+        bad: builtins.list[int] = []
+        first_error = ""
+        records = 0
+        batch: builtins.list[tuple[TurnIn, dict[str, Any]]] = []
+        now = time.time()
+        default_owner = self.owner_for()
         for lineno, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
-                if not isinstance(rec, dict) or rec.get("type", "turn") != "turn":
-                    raise ValueError("not a turn record")
-                batch.append(rec)
-            except (ValueError, TypeError) as e:
-                raise InputError(f"line {lineno}: {e}") from None
+                batch.append(_import_record(json.loads(line), owner, default_owner))
+                records += 1
+            except (ValueError, TypeError, RecursionError, OverflowError) as e:
+                counts["invalid"] += 1
+                if len(bad) < 20:
+                    bad.append(lineno)
+                if not first_error:
+                    why = "nested too deeply" if isinstance(e, RecursionError) else str(e)[:200]
+                    first_error = f"line {lineno}: {why}"
+                continue
             if len(batch) >= 500:
-                self._import_batch(batch, owner, counts)
+                self._import_batch(batch, counts, now)
                 batch = []
         if batch:
-            self._import_batch(batch, owner, counts)
+            self._import_batch(batch, counts, now)
+        if counts["invalid"] and not records:
+            raise InputError(f"not a remem export: no line is a turn record ({first_error})")
+        if bad:
+            counts["invalid_lines"] = bad
         return counts
 
-    def _import_batch(self, recs: builtins.list[dict[str, Any]], owner: str | None, counts: dict[str, int]) -> None:
-        db = self.db
-        with transaction(db):
-            for rec in recs:
-                turn = TurnIn(
-                    request=str(rec.get("request", "")), reply=str(rec.get("reply", "")),
-                    actions=[ToolCall.from_dict(a) for a in rec.get("actions") or [] if isinstance(a, dict)],
-                    owner=owner or str(rec.get("owner") or self.owner_for()), agent=str(rec.get("agent") or "unknown"),
-                    project=str(rec.get("project") or ""), session_id=str(rec.get("session_id") or ""),
-                    source_key=str(rec.get("source_key") or ""), source_name=str(rec.get("source_name") or ""),
-                    status=str(rec.get("status") or "succeeded"), started_at=rec.get("started_at"),
-                    ended_at=rec.get("ended_at"), model=str(rec.get("model") or ""),
-                    importance=float(rec.get("importance", 0.5)), tags=list(rec.get("tags") or []),
-                    summary=str(rec.get("summary") or ""), kind=str(rec.get("kind") or "turn"))
-                row, res = prepare(turn, max_bytes=int(self.config.get("ingest.max_turn_bytes")))
-                if row is None:
-                    assert res is not None
-                    counts[res.status] += 1
-                    continue
-                tid, status = turnrepo.write_turn(db, row)
-                counts[status] += 1
-                if status == "added":
-                    db.execute("UPDATE turns SET created_at=coalesce(?, created_at), updated_at=coalesce(?, "
-                               "updated_at), access_count=?, last_access=?, archived=? WHERE id=?",
-                               (rec.get("created_at"), rec.get("updated_at"), int(rec.get("access_count") or 0),
-                                rec.get("last_access"), int(rec.get("archived") or 0), tid))
-            if counts["added"] or counts["updated"]:
-                jobrepo.enqueue(db, "embed", dedup_key="embed:pending")
+    def _import_batch(self, batch: builtins.list[tuple[TurnIn, dict[str, Any]]], counts: dict[str, Any],
+                      now: float) -> None:
+        res = self.add_turns([t for t, _ in batch], defer_index=True, preserve=[k for _, k in batch],
+                             fallback_ts=now)
+        for status, n in res.counts.items():
+            counts[status] = counts.get(status, 0) + n
 
     # -- health ----------------------------------------------------------------------------
     def doctor(self, *, load_embedder: bool = True) -> dict[str, Any]:
@@ -454,6 +486,39 @@ class Remem:
         return {"ok": all(c["ok"] for c in checks.values()), "checks": checks}
 
 
+def _import_record(rec: Any, owner: str | None, default_owner: str) -> tuple[TurnIn, dict[str, Any]]:
+    """One export line as a pipeline write plus the stored fields it keeps. Raises ValueError or
+    TypeError when it is not a turn record."""
+    if not isinstance(rec, dict) or rec.get("type", "turn") != "turn":
+        raise ValueError("not a turn record")
+
+    def text(key: str) -> str:
+        v = rec.get(key)
+        if v is None:
+            return ""
+        if not isinstance(v, str | int | float):
+            raise TypeError(f"{key} is not text")
+        return str(v)
+
+    actions = rec.get("actions") or []
+    tags = rec.get("tags") or []
+    if not isinstance(actions, list) or not isinstance(tags, list):
+        raise TypeError("actions and tags must be lists")
+    importance = float(rec.get("importance", 0.5))
+    if importance != importance:  # NaN
+        raise ValueError("importance is not a number")
+    turn = TurnIn(
+        request=text("request"), reply=text("reply"),
+        actions=[ToolCall.from_dict(a) for a in actions if isinstance(a, dict)],
+        owner=owner or text("owner").strip() or default_owner,
+        agent=text("agent") or "unknown", project=text("project"), session_id=text("session_id"),
+        source_key=text("source_key"), source_name=text("source_name"), status=text("status") or "succeeded",
+        started_at=rec.get("started_at"), ended_at=rec.get("ended_at"), model=text("model"),
+        importance=importance, tags=[str(t) for t in tags if isinstance(t, str | int | float)],
+        summary=text("summary"), kind=text("kind") or "turn")
+    return turn, {k: rec.get(k) for k in PRESERVED}
+
+
 def _db_bytes(path: Path) -> int:
     total = 0
     for suffix in ("", "-wal", "-shm"):
@@ -464,11 +529,13 @@ def _db_bytes(path: Path) -> int:
 
 
 def iter_lines(fp: IO[bytes]) -> Iterator[str]:
+    """The lines of an import file; a line that is not UTF-8 comes out as one no JSON parser takes
+    (``import_jsonl`` counts it invalid and imports the rest)."""
     for raw in fp:
         try:
             yield raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise InputError(f"input is not valid UTF-8 (byte {e.start})") from None
+            yield f"\ufffd not valid UTF-8 (byte {e.start})"
 
 
 def open(home: str | os.PathLike[str] | None = None, **kw: Any) -> Remem:  # noqa: A001

@@ -80,11 +80,12 @@ class Tools:
              "tools": [a.get("name") for a in r.get("actions", [])][:20]} for r in rows]}
 
     def memory_forget(self, id: str) -> dict[str, Any]:  # noqa: A002
-        """Delete one memory (and what was derived from it). Only memories this agent owns."""
+        """Delete one memory (and what was derived from it) for good: later imports of the agent's
+        history keep it out. Only memories this agent owns."""
         gone = self.mem.forget(ids=[id], owner=self.write_owner)
         if not gone:
             raise ValueError(f"no memory {id} owned by {self.write_owner}")
-        return {"forgotten": len(gone), "ids": gone}
+        return {"forgotten": len(gone), "ids": gone, "kept_out": True}
 
 
 def build(mem: Remem, *, agent: str | None = None, owner: str | None = None, project: str | None = None) -> Any:

@@ -42,14 +42,27 @@ def export_cmd(ctx: click.Context, out: str | None, sqlite_path: str | None, own
 @click.pass_context
 @handle_errors
 def import_cmd(ctx: click.Context, path: str, owner: str | None, as_json: bool) -> None:
-    """Import a JSONL export ("-" reads stdin). Importing twice adds nothing."""
+    """Import a JSONL export ("-" reads stdin). Importing twice adds nothing.
+
+    A line that is not a turn record is counted as invalid and skipped; the rest is imported."""
     mem = open_mem(ctx)
     if path == "-":
         counts = mem.import_jsonl(iter_lines(sys.stdin.buffer), owner=owner)
     else:
         with open(path, "rb") as f:
             counts = mem.import_jsonl(iter_lines(f), owner=owner)
-    emit(counts, as_json, lambda d: click.echo(", ".join(f"{k} {v}" for k, v in d.items() if v) or "nothing to import"))
+    mem.index_pending(embed=False)  # entities and substrings now, as after a sync
+
+    def human(d: dict[str, Any]) -> None:
+        click.echo(", ".join(f"{k} {v}" for k, v in d.items() if v and k != "invalid_lines")
+                   or "nothing to import")
+        if d.get("invalid"):
+            lines = ", ".join(str(n) for n in d.get("invalid_lines", []))
+            more = "" if d["invalid"] <= len(d.get("invalid_lines", [])) else ", …"
+            click.echo(f"skipped {d['invalid']} invalid line{'s' if d['invalid'] != 1 else ''} "
+                       f"(not a turn record): {lines}{more}", err=True)
+
+    emit(counts, as_json, human)
 
 
 @click.group("config")

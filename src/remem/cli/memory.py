@@ -131,24 +131,72 @@ def get(ctx: click.Context, memory_id: str, owner: str | None, as_json: bool) ->
 @click.option("--session", default=None, help="Forget every memory of this session.")
 @click.option("--source", default=None, help="Forget everything imported from this source / agent.")
 @click.option("--owner", default=None, help="Owner whose memories to forget; default from config.")
+@click.option("--undo", is_flag=True, help="Let forgotten ids / a session / a source back in (next sync).")
+@click.option("--list", "list_", is_flag=True, help="List what remem keeps out (forgotten and not undone).")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation (session / source).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 @handle_errors
 def forget(ctx: click.Context, ids: tuple[str, ...], session: str | None, source: str | None,
-           owner: str | None, yes: bool, as_json: bool) -> None:
-    """Delete memories by id, by session or by source, with what was derived from them."""
+           owner: str | None, undo: bool, list_: bool, yes: bool, as_json: bool) -> None:
+    """Delete memories by id, by session or by source, with what was derived from them.
+
+    What you forget stays forgotten: later syncs, hooks, imports and the API keep it out (a
+    forgotten session: every turn of it, also later ones; a forgotten source: what it held up to
+    now). `remem forget --undo ...` lets it back in on the next sync; adding the same memory
+    again with `remem add` brings that one back."""
+    mem = open_mem(ctx)
+    if list_:
+        def show(d: dict[str, Any]) -> None:
+            for t in d["kept_out"]:
+                click.echo(_kept_line(t))
+            if not d["kept_out"]:
+                click.echo("nothing is kept out")
+
+        emit({"kept_out": mem.tombstones(owner=owner)}, as_json, show)
+        return
     chosen = sum(bool(x) for x in (ids, session, source))
     if chosen != 1:
         raise click.UsageError("give memory ids, or --session, or --source (exactly one)")
+    if undo:
+        lifted = mem.unforget(ids=list(ids) or None, session=session, source=source, owner=owner)
+        if not lifted:
+            raise InputError("nothing forgotten matches that in this scope (see remem forget --list)")
+        emit({"let_back": len(lifted), "tombstones": lifted}, as_json,
+             lambda d: click.echo(f"{_n(d['let_back'], 'forgotten item')} let back in; the next `remem sync` "
+                                  f"brings {'it' if d['let_back'] == 1 else 'them'} back from the agents' history"))
+        return
     if (session or source) and not yes and not as_json:
-        click.confirm(f"Forget every memory of {'session ' + session if session else 'source ' + str(source)}?",
-                      abort=True)
-    mem = open_mem(ctx)
+        what = f"session {session}" if session else f"source {source}"
+        click.confirm(f"Forget every memory of {what} and keep it out of later syncs?", abort=True)
     gone = mem.forget(ids=list(ids) or None, session=session, source=source, owner=owner)
     if ids and not gone:
         raise InputError("no such memory in this scope")
-    emit({"forgotten": len(gone), "ids": gone}, as_json, lambda d: click.echo(f"forgot {d['forgotten']} memories"))
+    if session:
+        keep = (f"every turn of session {session} stays out of later syncs, hooks and imports, "
+                f"also ones added later (undo: remem forget --undo --session {session})")
+    elif source:
+        keep = (f"what source {source} held up to now stays out of later syncs and imports; new work "
+                f"from now on is remembered (undo: remem forget --undo --source {source})")
+    else:
+        keep = (f"{'it stays' if len(gone) == 1 else 'they stay'} out of later syncs, hooks and imports "
+                "(undo: remem forget --undo "
+                + " ".join(gone[:5]) + (" …" if len(gone) > 5 else "") + ")")
+    emit({"forgotten": len(gone), "ids": gone, "kept_out": keep}, as_json,
+         lambda d: click.echo(f"forgot {_n(d['forgotten'], 'memory', 'memories')}; {d['kept_out']}"))
+
+
+def _n(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else (many or one + 's')}"
+
+
+def _kept_line(t: dict[str, Any]) -> str:
+    when = _when(t["created_at"])
+    if t["kind"] == "turn":
+        return f"turn     {t['turn_id']}  {t['agent']} · session {t['session_id'] or '-'} · forgotten {when}"
+    if t["kind"] == "session":
+        return f"session  {t['key']}  (every turn, also later ones) · forgotten {when}"
+    return f"source   {t['key']}  (what it held up to {_when(t['until'])}) · forgotten {when}"
 
 
 @click.command()

@@ -7,9 +7,11 @@ Every writer (CLI, importers, hooks, REST, MCP) calls ``prepare`` + ``persist`` 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import time
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +19,7 @@ from ..agents import canonical_agent
 from ..index.text import cjk_index_text
 from ..model import STATUSES, ToolCall, TurnIn
 from ..store import jobs as jobrepo
+from ..store import tombstones
 from ..store.db import transaction
 from ..store.turns import TurnRow, write_turn
 from .deferred import index_rows
@@ -26,13 +29,19 @@ from .signatures import error_signatures
 
 MAX_TURN_BYTES = 2 * 1024 * 1024
 INLINE_TRIGRAM = 32  # small writes (CLI, hooks) are indexed at once (entities, trigram); imports defer it
+# a plausible turn time: no coding agent wrote history before 2000, and a clock a day ahead is skew;
+# anything else (1e24, -1e308, "yesterday", NaN) would be stored and break every later read of its owner
+MIN_TS = 946_684_800.0
+FUTURE_SLACK = 86_400.0
+PRESERVED = ("created_at", "updated_at", "access_count", "last_access", "archived")  # import keeps these
 
 
 @dataclass(slots=True)
 class WriteResult:
     id: str | None
-    status: str      # added | updated | duplicate | skipped_oversize | skipped_empty
+    status: str      # added | updated | duplicate | skipped_oversize | skipped_empty | skipped_forgotten
     redactions: int = 0
+    time_fixed: bool = False  # a time outside the plausible range was replaced
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "status": self.status}
@@ -44,7 +53,42 @@ class BatchResult:
 
     @property
     def counts(self) -> Counter[str]:
-        return Counter(r.status for r in self.results)
+        """Results by status, plus ``times_fixed`` when a turn's time had to be replaced."""
+        c = Counter(r.status for r in self.results)
+        fixed = sum(r.time_fixed for r in self.results)
+        if fixed:
+            c["times_fixed"] = fixed
+        return c
+
+
+def plausible_ts(value: Any, now: float) -> float | None:
+    """``value`` as epoch seconds when it is a finite time between 2000 and a day from now, else None."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        ts = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if not math.isfinite(ts) or ts < MIN_TS or ts > now + FUTURE_SLACK:
+        return None
+    return ts
+
+
+def turn_times(started: Any, ended: Any, now: float, fallback: float | None = None
+               ) -> tuple[float | None, float | None, bool]:
+    """(started_at, ended_at, fixed) for a turn (pure). A time that is given but implausible is
+    replaced by the turn's other time, else by ``fallback`` (the file's or the import's time), else
+    ``now``; a turn with no time at all keeps none. ``fixed`` says whether anything was replaced."""
+    s, e = plausible_ts(started, now), plausible_ts(ended, now)
+    bad_s, bad_e = started is not None and s is None, ended is not None and e is None
+    if not (bad_s or bad_e):
+        return s, e, False
+    spare = plausible_ts(fallback, now) or now
+    if bad_s:
+        s = e if e is not None else spare
+    if bad_e:
+        e = s
+    return s, e, True
 
 
 def render_actions(actions: list[ToolCall]) -> str:
@@ -66,7 +110,8 @@ def shorten(text: str, limit: int) -> str:
 
 
 def prepare(turn: TurnIn, *, max_bytes: int = MAX_TURN_BYTES, max_tool_output: int = 2000,
-            live: bool = False) -> tuple[TurnRow | None, WriteResult | None]:
+            live: bool = False, now: float | None = None,
+            fallback_ts: float | None = None) -> tuple[TurnRow | None, WriteResult | None]:
     """Pure part of the pipeline. Returns a row to persist, or a terminal result (skipped)."""
     raw_size = (len(turn.request.encode("utf-8", "replace")) + len(turn.reply.encode("utf-8", "replace"))
                 + sum(len(a.input) + len(a.output) + len(a.name) for a in turn.actions))
@@ -102,6 +147,8 @@ def prepare(turn: TurnIn, *, max_bytes: int = MAX_TURN_BYTES, max_tool_output: i
     source_key = turn.source_key or "h:" + sha(agent, project, session_id, request, reply)[:32]
     if live and not source_key.startswith("live:"):
         source_key = "live:" + source_key
+    started_at, ended_at, time_fixed = turn_times(turn.started_at, turn.ended_at or turn.started_at,
+                                                  now or time.time(), fallback_ts)
     sigs = error_signatures("\n".join(a.output for a in actions if a.is_error) or
                             (reply if status == "failed" else ""))
     size = len(request.encode()) + len(reply.encode()) + len(actions_json.encode())
@@ -109,7 +156,7 @@ def prepare(turn: TurnIn, *, max_bytes: int = MAX_TURN_BYTES, max_tool_output: i
         id="t_" + sha(owner, source_key)[:20], source_key=source_key, owner=owner, agent=agent,
         project=project, session_id=session_id, source_name=turn.source_name, kind=turn.kind or "turn",
         request=request, reply=reply, actions=actions_text, actions_json=actions_json, status=status,
-        started_at=turn.started_at, ended_at=turn.ended_at or turn.started_at, model=turn.model,
+        started_at=started_at, ended_at=ended_at, model=turn.model,
         size=size, content_hash=content_hash, request_hash=sha(norm_request(request))[:24],
         summary=summary, tags=json.dumps(sorted(set(turn.tags)), ensure_ascii=False),
         error_sigs=json.dumps(sigs, ensure_ascii=False),
@@ -117,29 +164,49 @@ def prepare(turn: TurnIn, *, max_bytes: int = MAX_TURN_BYTES, max_tool_output: i
         cjk=cjk_index_text("\n".join((request, reply, summary))),
         message_ids=[str(m) for m in turn.message_ids], live=live,
     )
+    row.time_fixed = time_fixed
     return row, None
 
 
 def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX_TURN_BYTES,
             max_tool_output: int = 2000, live: bool = False, audit: bool = True,
-            defer_index: bool = False) -> BatchResult:
-    """Write ``turns`` in one transaction (all or nothing) and queue embedding for new content."""
-    prepared = [prepare(t, max_bytes=max_bytes, max_tool_output=max_tool_output, live=live) for t in turns]
-    out = BatchResult()
+            defer_index: bool = False, revive: bool = False,
+            preserve: Sequence[Mapping[str, Any] | None] | None = None,
+            fallback_ts: float | None = None) -> BatchResult:
+    """Write ``turns`` in one transaction (all or nothing) and queue embedding for new content.
+
+    What the user forgot stays out (``store.tombstones``): a turn it covers is
+    ``skipped_forgotten``, whoever writes it. ``revive`` (an explicit add by the user) writes it
+    anyway and lifts the turn's own tombstone. ``preserve`` (import) is one mapping per turn of
+    stored fields to keep for a new row (``PRESERVED``: created_at, access counts, …).
+    ``fallback_ts`` replaces an implausible time when the turn has no good one of its own.
+    """
     now = time.time()
+    prepared = [prepare(t, max_bytes=max_bytes, max_tool_output=max_tool_output, live=live, now=now,
+                        fallback_ts=fallback_ts) for t in turns]
+    out = BatchResult()
     with transaction(db):
         changed = False
         touched: list[str] = []
-        for row, res in prepared:
+        check = tombstones.any_kept_out(db)
+        for i, (row, res) in enumerate(prepared):
             if row is None:
                 assert res is not None
                 out.results.append(res)
                 continue
+            if check and tombstones.keeps_out(db, row):
+                if not revive:
+                    out.results.append(WriteResult(None, "skipped_forgotten", time_fixed=row.time_fixed))
+                    continue
+                tombstones.lift_turn(db, row)
             tid, status = write_turn(db, row, now)
-            out.results.append(WriteResult(tid, status))
+            out.results.append(WriteResult(tid, status, time_fixed=row.time_fixed))
             if status in ("added", "updated"):
                 changed = True
                 touched.append(tid)
+            keep = preserve[i] if preserve is not None and i < len(preserve) else None
+            if keep and status == "added":
+                _restore(db, tid, keep, now)
         if changed:
             if len(touched) <= INLINE_TRIGRAM and not defer_index:
                 marks = ",".join("?" * len(touched))
@@ -148,9 +215,23 @@ def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX
             else:
                 jobrepo.enqueue(db, "index", dedup_key="index:trigram", now=now)
             jobrepo.enqueue(db, "embed", dedup_key="embed:pending", now=now)
-        if audit and changed:
-            c = out.counts
+        c = out.counts
+        if audit and (changed or c["skipped_forgotten"] or c["times_fixed"]):
             db.execute("INSERT INTO audit (ts, action, owner, target, detail) VALUES (?,?,?,?,?)",
                        (now, "write", turns[0].owner if turns else "", "",
-                        json.dumps({k: c[k] for k in ("added", "updated")})))
+                        json.dumps({k: c[k] for k in ("added", "updated", "skipped_forgotten", "times_fixed")
+                                    if c[k] or k in ("added", "updated")})))
     return out
+
+
+def _restore(db: sqlite3.Connection, tid: str, keep: Mapping[str, Any], now: float) -> None:
+    """Give a newly added row the stored fields of the record it came from (an export)."""
+    created, updated = plausible_ts(keep.get("created_at"), now), plausible_ts(keep.get("updated_at"), now)
+    last = plausible_ts(keep.get("last_access"), now)
+    try:
+        count = max(0, int(keep.get("access_count") or 0))
+    except (TypeError, ValueError, OverflowError):
+        count = 0
+    db.execute("UPDATE turns SET created_at = coalesce(?, created_at), updated_at = coalesce(?, updated_at), "
+               "access_count = ?, last_access = ?, archived = ? WHERE id = ?",
+               (created, updated, min(count, 2**62), last, 1 if keep.get("archived") else 0, tid))

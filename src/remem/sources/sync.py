@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 BATCH = 500                  # turns per write transaction
 COUNT_KEYS = ("messages_scanned", "unique_messages", "turns_added", "turns_updated", "duplicates",
               "skipped_incomplete", "skipped_oversize", "skipped_empty", "skipped_unknown", "failed",
-              "turns_removed")
+              "turns_removed", "skipped_forgotten", "times_fixed")
 MAX_NOTES = 50               # error and skip reasons a result keeps (the counts are always complete)
 
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -202,6 +202,8 @@ def _write(mem: Remem, res: SourceResult, turns: list[TurnIn]) -> None:
     res.counts["duplicates"] += c["duplicate"]
     res.counts["skipped_oversize"] += c["skipped_oversize"]
     res.counts["skipped_empty"] += c["skipped_empty"]
+    res.counts["skipped_forgotten"] += c["skipped_forgotten"]  # the user forgot them (tombstones)
+    res.counts["times_fixed"] += c["times_fixed"]  # an implausible time replaced by the turn's other one
 
 
 def _drop_absorbed(mem: Remem, name: str, unit: Unit, owner: str, ckpts: dict[str, dict[str, Any]],
@@ -211,7 +213,7 @@ def _drop_absorbed(mem: Remem, name: str, unit: Unit, owner: str, ckpts: dict[st
     for key, session_id in unit.meta.get("absorbs", ()):
         if key == unit.key or key not in ckpts:
             continue
-        gone = mem.forget(session=session_id, owner=owner)
+        gone = mem.forget(session=session_id, owner=owner, keep_out=False)  # moved, not forgotten
         res.counts["turns_removed"] += len(gone)
         with transaction(mem.db):
             mem.db.execute("DELETE FROM checkpoints WHERE source = ? AND unit = ?", (name, key))

@@ -392,3 +392,96 @@ def m006_error_time(db: sqlite3.Connection) -> None:
         END;
         """
     )
+
+
+@migration
+def m007_tombstones(db: sqlite3.Connection) -> None:
+    """What the user forgot stays forgotten: one row per forgotten turn, session or source, checked
+    by the write pipeline for every writer (store/tombstones.py). Keys and hashes only, no text."""
+    script(
+        db,
+        """
+        CREATE TABLE tombstones (
+            id INTEGER PRIMARY KEY,
+            owner TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('turn','session','source')),
+            key TEXT NOT NULL,                   -- turn: its source key; session: its id; source: name or agent
+            turn_id TEXT NOT NULL DEFAULT '',    -- turn: the id it had (remem forget --undo ID)
+            agent TEXT NOT NULL DEFAULT '',
+            session_id TEXT NOT NULL DEFAULT '',
+            request_hash TEXT NOT NULL DEFAULT '',  -- turn: its live capture / imported twin too
+            source_name TEXT NOT NULL DEFAULT '',
+            until REAL,                          -- source: keeps out turns that started up to this time
+            created_at REAL NOT NULL,
+            UNIQUE (owner, kind, key)
+        );
+        CREATE INDEX tombstones_twin ON tombstones(owner, session_id, request_hash) WHERE kind = 'turn';
+        CREATE INDEX tombstones_turn_id ON tombstones(turn_id) WHERE kind = 'turn';
+        """
+    )
+
+
+# a stored time is plausible when it is a finite number between 2000-01-01 and a day from now
+_BAD_TIME = ("(typeof({c}) NOT IN ('integer','real') OR {c} < 946684800 "
+             "OR {c} > (julianday('now') - 2440587.5) * 86400.0 + 86400)")
+_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
+
+
+def _bad(col: str, nullable: bool = True) -> str:
+    cond = _BAD_TIME.format(c=col)
+    return f"({col} IS NOT NULL AND {cond})" if nullable else cond
+
+
+def _time_repair(prefix: str) -> str:
+    """SET clause replacing implausible times of a turns row (``prefix`` is '' or 'new.')."""
+    p = prefix
+    created = f"CASE WHEN {_bad(p + 'created_at', False)} THEN {_NOW} ELSE {p}created_at END"
+    return (f"created_at = {created}, "
+            f"updated_at = CASE WHEN {_bad(p + 'updated_at', False)} THEN {_NOW} ELSE {p}updated_at END, "
+            f"started_at = CASE WHEN {_bad(p + 'started_at')} THEN "
+            f"  CASE WHEN {_bad(p + 'ended_at')} THEN {created} ELSE {p}ended_at END ELSE {p}started_at END, "
+            f"ended_at = CASE WHEN {_bad(p + 'ended_at')} THEN "
+            f"  CASE WHEN {_bad(p + 'started_at')} THEN {created} ELSE {p}started_at END ELSE {p}ended_at END, "
+            f"last_access = CASE WHEN {_bad(p + 'last_access')} THEN NULL ELSE {p}last_access END")
+
+
+def _any_bad(prefix: str) -> str:
+    p = prefix
+    return " OR ".join([_bad(p + "created_at", False), _bad(p + "updated_at", False), _bad(p + "started_at"),
+                        _bad(p + "ended_at"), _bad(p + "last_access")])
+
+
+@migration
+def m008_plausible_times(db: sqlite3.Connection) -> None:
+    """Times are plausible in the database itself: rows an older version stored with 1e24, -1e308 or
+    'yesterday' (which made every search and recall of their owner raise) get the turn's other time
+    or its write time, and triggers repair any later write the same way, whoever makes it. The
+    write pipeline already replaces such times (and counts them); this is the floor under it."""
+    db.execute(f"UPDATE turns SET {_time_repair('')} WHERE {_any_bad('')}")
+    db.execute(f"UPDATE sessions SET started_at = CASE WHEN {_bad('started_at')} THEN NULL ELSE started_at END, "
+               f"updated_at = CASE WHEN {_bad('updated_at')} THEN NULL ELSE updated_at END "
+               f"WHERE {_bad('started_at')} OR {_bad('updated_at')}")
+    db.execute(f"UPDATE turn_errors SET at = coalesce((SELECT coalesce(t.ended_at, t.created_at) FROM turns t "
+               f"WHERE t.id = turn_errors.turn_id), 0) WHERE {_BAD_TIME.format(c='at')}")
+    script(
+        db,
+        f"""
+        CREATE TRIGGER turns_time_ai AFTER INSERT ON turns WHEN {_any_bad('new.')} BEGIN
+            UPDATE turns SET {_time_repair('')} WHERE rowid = new.rowid;
+        END;
+        CREATE TRIGGER turns_time_au AFTER UPDATE OF created_at, updated_at, started_at, ended_at, last_access
+        ON turns WHEN {_any_bad('new.')} BEGIN
+            UPDATE turns SET {_time_repair('')} WHERE rowid = new.rowid;
+        END;
+        CREATE TRIGGER sessions_time_ai AFTER INSERT ON sessions
+        WHEN {_bad('new.started_at')} OR {_bad('new.updated_at')} BEGIN
+            UPDATE sessions SET started_at = CASE WHEN {_bad('started_at')} THEN NULL ELSE started_at END,
+                updated_at = CASE WHEN {_bad('updated_at')} THEN NULL ELSE updated_at END WHERE id = new.id;
+        END;
+        CREATE TRIGGER sessions_time_au AFTER UPDATE OF started_at, updated_at ON sessions
+        WHEN {_bad('new.started_at')} OR {_bad('new.updated_at')} BEGIN
+            UPDATE sessions SET started_at = CASE WHEN {_bad('started_at')} THEN NULL ELSE started_at END,
+                updated_at = CASE WHEN {_bad('updated_at')} THEN NULL ELSE updated_at END WHERE id = new.id;
+        END;
+        """
+    )

@@ -46,6 +46,7 @@ class TurnRow:
     cjk: str
     message_ids: list[str]
     live: bool = False        # captured by a hook (may later meet its imported twin)
+    time_fixed: bool = False  # the pipeline replaced an implausible time (counted, not stored)
 
 
 def _find_existing(db: sqlite3.Connection, row: TurnRow) -> sqlite3.Row | None:

@@ -158,7 +158,8 @@ def delete_memory(mem: Mem, memory_id: str, owner: str | None = None) -> dict[st
     gone = mem.forget(ids=[memory_id], owner=deps.owners(owner))
     if not gone:
         raise HTTPException(404, f"no memory {memory_id} in this scope")
-    return {"forgotten": len(gone), "ids": gone}
+    return {"forgotten": len(gone), "ids": gone,
+            "kept_out": "later syncs, hooks and imports keep it out (undo: remem forget --undo ID)"}
 
 
 @router.get("/sessions", summary="Sessions in scope, most recently active first")
