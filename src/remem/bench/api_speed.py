@@ -1,8 +1,8 @@
 """The service: search latency over the HTTP API at 100k turns, daemon memory at idle, and time from
 start to ``/health`` answering with 1M turns in the database.
 
-    .venv/bin/python bench/api_speed.py                      # 100k search + idle memory, 1M /health
-    .venv/bin/python bench/api_speed.py --turns 20000 --health-turns 200000 --no-write   # quick look
+    .venv/bin/python -m remem.bench.api_speed                      # 100k search + idle memory, 1M /health
+    .venv/bin/python -m remem.bench.api_speed --turns 20000 --health-turns 200000 --no-write   # quick look
 
 Rows are generated directly with SQL (not through the write pipeline) so a 1M-turn database takes
 minutes, not hours: the FTS word index is filled by the schema's own triggers, the trigram index by
@@ -25,11 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results import update_section  # noqa: E402
-
-import remem  # noqa: E402
-from remem.server.testing import Daemon, free_port  # noqa: E402
+import remem
+from remem.bench.results import update_section
+from remem.server.testing import Daemon, free_port
 
 WORDS = ("fix bug test deploy database migration login cache redis postgres docker build error "
          "refactor module function class import config yaml json api endpoint request response "
@@ -138,6 +136,7 @@ def search_bench(home: Path, n_queries: int) -> dict[str, float]:
     with Daemon(home, env={"HOME": str(home.parent / "user"), "REMEM_AUTO_SYNC": "0"}, wait=600) as d:
         wait_idle(d)
         time.sleep(2)
+        assert d.proc is not None
         idle = rss_mb(d.proc.pid)
         qs = queries(n_queries)
         lat: list[float] = []
@@ -253,7 +252,7 @@ def main() -> None:
             "client. Rows are generated directly with SQL, not through the write pipeline (FTS filled by the "
             "schema's triggers, trigram by the index job's function, vectors by the `hash` embedder); the "
             "1M-turn database has no trigram index or vectors, which /health never touches.\n\n"
-            f"Command: `.venv/bin/python bench/api_speed.py --turns {args.turns} --health-turns "
+            f"Command: `.venv/bin/python -m remem.bench.api_speed --turns {args.turns} --health-turns "
             f"{args.health_turns}` ({built}; 1-minute load average at the end "
             f"{load[0]:.1f} on this 2-core machine, shared with other work, so treat latencies as upper bounds)\n\n"
             + "\n".join(table) + f"\n\nThe service adds {s['p50'] - s['engine_p50']:.1f} ms at p50 to the search "

@@ -6,7 +6,7 @@ to the engine's vector over a set of English, Chinese, mixed-script and code pro
 document throughput (texts per second, one thread) of the engine's batches against the shipped
 encoder, on short and on ~1,000-character turns as the embedding worker feeds them.
 
-    .venv/bin/python bench/e5_onnx.py [--runs 30] [--write]
+    .venv/bin/python -m remem.bench.e5_onnx [--runs 30] [--write]
 """
 
 from __future__ import annotations
@@ -15,16 +15,12 @@ import argparse
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 BASE = ("when did Caroline go to the LGBTQ support group and what did she learn there about the adoption "
         "agencies in the city, and fix the flaky retry test in tests/test_auth.py that raises KeyError").split()
@@ -111,7 +107,7 @@ def run(runs: int = 30) -> dict[str, Any]:
 
 def render(res: dict[str, Any], runs: int) -> str:
     keys = list(res["variants"])
-    lines = ["Reproduce: `.venv/bin/python bench/e5_onnx.py --write` (p50 of "
+    lines = ["Reproduce: `.venv/bin/python -m remem.bench.e5_onnx --write` (p50 of "
              f"{runs} runs per cell, one thread; the tokenizer and the 4-bit word-embedding lookup in numpy "
              "are included in the onnxruntime columns).", "",
              "| tokens | engine ms | " + " | ".join(f"{k} ms" for k in keys) + " |",
@@ -143,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     body = render(res, a.runs)
     print(body)
     if a.write:
-        from results import update_section
+        from remem.bench.results import update_section
 
         update_section("e5-small on onnxruntime", body + "\n\n" + NOTES)
     return 0

@@ -16,7 +16,7 @@ Before that the harness recomputes the reference BM25 numbers and stops if they 
 LoCoMo is CC BY-NC: it is read from ../shared/bench/ and never copied here.
 
 Run from the repo root:
-    .venv/bin/python bench/embedders.py --locomo ../shared/bench/locomo-dev.json
+    .venv/bin/python -m remem.bench.embedders --locomo ../shared/bench/locomo-dev.json
 """
 
 from __future__ import annotations
@@ -34,10 +34,9 @@ from collections import Counter
 from importlib import metadata
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from locomo import norm_evidence  # noqa: E402  (one gold normalisation for every harness)
+from remem.bench.locomo import norm_evidence  # (one gold normalisation for every harness)
+from remem.bench.results import CHECKOUT as ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LOCOMO = "../shared/bench/locomo-dev.json"
 MODELS = ["hash", "use-m3", "minilm", "e5-small"]
 VARIANTS = ["plain", "speaker2", "open2"]
@@ -284,7 +283,7 @@ def dist_size_mb(name):
         return None
     total = 0
     for f in dist.files or []:
-        p = Path(dist.locate_file(f))
+        p = Path(str(dist.locate_file(f)))
         if p.is_file() and "__pycache__" not in p.parts:
             total += p.stat().st_size
     return total / 1e6
@@ -300,7 +299,7 @@ def worker(name, locomo, variants, max_convs, subset):
     rss0 = rss_mb()
     t0 = time.perf_counter()
     emb = get_embedder(name)
-    emb.load()
+    emb.load()  # type: ignore[attr-defined]
     emb.embed(["warm up call"])
     load_s = time.perf_counter() - t0
     rss_load = rss_mb() - rss0
@@ -335,7 +334,7 @@ def worker(name, locomo, variants, max_convs, subset):
 
 def run_worker(name, args):
     slow = name in args.slow
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--locomo", args.locomo,
+    cmd = [sys.executable, "-m", "remem.bench.embedders", "--worker", name, "--locomo", args.locomo,
            "--variants", ",".join(args.slow_variants if slow else args.variants), "--subset", str(args.subset)]
     if slow and args.subset:
         cmd += ["--max-convs", str(args.subset)]
@@ -474,7 +473,7 @@ def report(bm25, results, args, total, load):
 
 
 def render_section(table, variants, args, total, load):
-    cmd = ".venv/bin/python bench/embedders.py --locomo ../shared/bench/locomo-dev.json"
+    cmd = ".venv/bin/python -m remem.bench.embedders --locomo ../shared/bench/locomo-dev.json"
     if args.models != ",".join(MODELS):
         cmd += f" --models {args.models}"
     if args.subset:

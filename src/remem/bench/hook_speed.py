@@ -7,7 +7,7 @@ hook process (``wait4`` rusage). "No daemon" points the hook at a closed port, s
 straight from SQLite; "daemon" starts the real ``remem serve`` on a free port (hybrid recall with the
 configured embedder). Targets (issue 5): turn start p95 ≤ 250 ms with the daemon, ≤ 400 ms without.
 
-    .venv/bin/python bench/hook_speed.py --memories 5000 --runs 40
+    .venv/bin/python -m remem.bench.hook_speed --memories 5000 --runs 40
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results import update_section  # noqa: E402
+from remem.bench.results import update_section
 
-HOOK_FILE = Path(__file__).resolve().parents[1] / "src" / "remem" / "hook.py"
+HOOK_FILE = Path(__file__).resolve().parents[1] / "hook.py"
 
 WORDS = ("retry flaky clock test database migration index schema parser token cache eviction deploy "
          "docker compose kubernetes helm chart secret vault rotate credential login oauth session cookie "
@@ -76,7 +76,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def measure(env: dict[str, str], runs: int, warmup: int, label: str) -> dict[str, object]:
+def measure(env: dict[str, str], runs: int, warmup: int, label: str) -> dict[str, Any]:
     hook = [sys.executable, str(HOOK_FILE), "claude-code"]      # exactly what the installers write
     starts: list[float] = []
     ends: list[float] = []
@@ -216,7 +216,7 @@ def main() -> None:
             f"{a.memories:,} synthetic memories (1–3 topic words each among a 6,000-word long tail), {a.runs} runs after {a.warmup} warm-up. Turn start = recall + store "
             "the request (`UserPromptSubmit`); turn end = capture (`Stop`). Targets: turn start p95 ≤ 250 ms with "
             "the daemon, ≤ 400 ms without.\n\n"
-            f"Command: `.venv/bin/python bench/hook_speed.py --memories {a.memories} --runs {a.runs}`\n\n"
+            f"Command: `.venv/bin/python -m remem.bench.hook_speed --memories {a.memories} --runs {a.runs}`\n\n"
             "| path | turn start p50 / p95 | turn end p50 / p95 | tool event p50 / p95 | turn start CPU p50 / p95 "
             "| peak RSS | packets with memories |\n"
             "|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"

@@ -1,6 +1,6 @@
 """Import throughput: a generated Claude Code history through the real sync engine.
 
-    .venv/bin/python bench/import_speed.py --messages 100000
+    .venv/bin/python -m remem.bench.import_speed --messages 100000
 
 Targets (issue 3): ≥ 5,000 messages/s without embeddings; re-sync of 1,000 unchanged sessions ≤ 2 s.
 """
@@ -10,14 +10,12 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_history import write_claude_history  # noqa: E402
-from results import update_section  # noqa: E402
+from remem.bench.gen_history import write_claude_history
+from remem.bench.results import update_section
 
 
 def main() -> None:
@@ -60,7 +58,7 @@ def main() -> None:
         "A generated Claude Code history (4 messages per turn: prompt, tool_use, tool_result, reply) synced "
         "through the real engine (parse, assemble, pipeline, SQLite), embeddings off. Targets: ≥ 5,000 "
         "messages/s; re-sync of 1,000 unchanged sessions ≤ 2 s.\n\n"
-        f"Command: `.venv/bin/python bench/import_speed.py --messages {args.messages} --sessions {args.sessions}`"
+        f"Command: `.venv/bin/python -m remem.bench.import_speed --messages {args.messages} --sessions {args.sessions}`"
         "\n\n" + "\n".join(lines)))
 
 

@@ -74,7 +74,7 @@ def load(path: str | os.PathLike[str], limit: int | None = None) -> list[dict[st
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     if not isinstance(data, list) or not data or "conversation" not in data[0]:
         raise ValueError(f"{path}: not LoCoMo data (a list of samples with 'conversation' and 'qa')")
-    convs = []
+    convs: list[dict[str, Any]] = []
     for sample in data[:limit]:
         c = sample["conversation"]
         nums = sorted(int(k.split("_")[1]) for k in c if re.fullmatch(r"session_\d+", k))
@@ -283,5 +283,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     raise SystemExit(main())

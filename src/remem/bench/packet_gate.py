@@ -35,8 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import locomo as L  # noqa: E402
+from remem.bench import locomo as L
 
 CODING_OWNER = "coder"
 # (request, reply) of a developer's past turns in one project
@@ -287,7 +286,7 @@ def render(res: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared/bench/locomo-dev.json"))
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[4] / "shared/bench/locomo-dev.json"))
     ap.add_argument("--home", help="reuse this home (LoCoMo and the coding store are written once)")
     ap.add_argument("--limit", type=int, help="first N conversations")
     ap.add_argument("--margins", default="", help="also gate with these vector margins (comma-separated)")

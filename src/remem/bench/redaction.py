@@ -1,6 +1,6 @@
 """Measure secret redaction: catch rate, false-positive rate and speed.
 
-    .venv/bin/python bench/redaction.py
+    .venv/bin/python -m remem.bench.redaction
 
 Prints the figures and writes them to the ``## Redaction`` section of bench/RESULTS.md (other
 sections are left as they are). The corpora come from tests/data/redact/redact_corpus.py, the
@@ -17,10 +17,10 @@ from collections import Counter
 from datetime import date
 from pathlib import Path
 
+from remem.bench.results import CHECKOUT as ROOT
+from remem.bench.results import RESULTS
 from remem.ingest.redact import redact, redact_text
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "## Redaction"
 
 
@@ -108,7 +108,7 @@ def main() -> None:
         f"curl, code and stack traces; {len(ordinary)} ordinary code/config/log/prose snippets. "
         "Speed is CPU time, best of 5. Target: ≥ 99 % caught, ≤ 1 % altered, > 20 MB/s.",
         "",
-        "Command: `.venv/bin/python bench/redaction.py`",
+        "Command: `.venv/bin/python -m remem.bench.redaction`",
         "",
         "| measure | value |",
         "|---|---|",

@@ -1,4 +1,9 @@
-"""Shared helper: replace one ``## Section`` of bench/RESULTS.md, keeping the others."""
+"""Shared helper: replace one ``## Section`` of bench/RESULTS.md, keeping the others.
+
+The harnesses live in the package (``remem.bench``); the results file stays in the source checkout's
+``bench/`` folder. From an installed wheel there is no checkout: ``--write`` then writes
+``bench/RESULTS.md`` under the current directory.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,9 @@ import re
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+_PKG_ROOT = Path(__file__).resolve().parents[3]          # src/remem/bench/results.py -> the checkout
+CHECKOUT = _PKG_ROOT if (_PKG_ROOT / "pyproject.toml").is_file() else Path.cwd()
+RESULTS = CHECKOUT / "bench" / "RESULTS.md"
 HEADER = ("# Benchmark results\n\nMeasured on the project's 2-core development machine; every section says "
           "the command that reproduces it. Machines are noisy: compare ratios within one run.\n")
 

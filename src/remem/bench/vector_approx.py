@@ -9,22 +9,19 @@ vectors of an existing store (your own ``$REMEM_HOME/remem.db``, or the one
 index, so no model is needed. Random vectors would say nothing here: real embeddings are
 clustered and share one dominant direction, which is why the sketch is centred.
 
-    .venv/bin/python bench/vector_approx.py --db PATH/remem.db [--queries 200] [--ratios 2,5,10,20] [--write]
+    .venv/bin/python -m remem.bench.vector_approx --db PATH/remem.db [--queries 200] [--ratios 2,5,10,20] [--write]
 """
 
 from __future__ import annotations
 
 import argparse
 import sqlite3
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
-from remem.index import vectors  # noqa: E402
-from remem.scope import Scope  # noqa: E402
+from remem.index import vectors
+from remem.scope import Scope
 
 
 def load(db: str, model: str | None) -> tuple[str, np.ndarray]:
@@ -55,8 +52,9 @@ def measure(x: np.ndarray, queries: int, ratios: list[float], seed: int = 5) -> 
         exact = [idx.search(x[i], scope, 100) for i in held]
         for ratio in ratios:
             vectors.APPROX_FROM, vectors.CANDIDATE_SHARE, vectors.CANDIDATES_MIN = 0, 0.0, 0
-            vectors.OVERSAMPLE = ratio
-            r, ms = {}, 0.0
+            vectors.OVERSAMPLE = ratio  # type: ignore[assignment]
+            r: dict[int, float] = {}
+            ms = 0.0
             for k in (10, 100):
                 t0 = time.perf_counter()
                 approx = [idx.search(x[i], scope, k) for i in held]
@@ -98,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
         update_section("Vector pre-selection", "Reproduce: `remem bench locomo --data ../shared/bench/locomo-dev.json "
                        "--home DIR` (once, for real e5-small vectors), then `.venv/bin/python "
-                       "bench/vector_approx.py --db DIR/remem.db --queries 400 --write`\n\n" + "\n".join(lines))
+                       "src/remem/bench/vector_approx.py --db DIR/remem.db --queries 400 --write`\n\n" + "\n".join(lines))
     return 0
 
 

@@ -1,6 +1,6 @@
 """Write throughput: N synthetic turns through the real pipeline, no embeddings.
 
-    .venv/bin/python bench/write_throughput.py --turns 100000
+    .venv/bin/python -m remem.bench.write_throughput --turns 100000
 
 Prints turns/s for batched writes (the importer path) and single writes (the CLI/hook path),
 and database size per 100k turns; updates the "Write throughput" section of bench/RESULTS.md.
@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results import update_section  # noqa: E402
-
-import remem  # noqa: E402
-from remem.model import ToolCall, TurnIn  # noqa: E402
+import remem
+from remem.bench.results import update_section
+from remem.model import ToolCall, TurnIn
 
 WORDS = ("fix bug test deploy database migration login cache redis postgres docker build error "
          "refactor module function class import config yaml json api endpoint request response "
@@ -77,7 +74,7 @@ def main() -> None:
         "Synthetic turns (8–30 word requests, 20–60 word replies, a tool call on every third turn, 10 % with "
         "Chinese) through the real pipeline (normalize, redact, dedup, FTS word + trigram + CJK indexes), "
         "embeddings off. Target: ≥ 3,000 turns/s.\n\n"
-        f"Command: `.venv/bin/python bench/write_throughput.py --turns {args.turns}`\n\n" + "\n".join(lines)))
+        f"Command: `.venv/bin/python -m remem.bench.write_throughput --turns {args.turns}`\n\n" + "\n".join(lines)))
 
 
 if __name__ == "__main__":
