@@ -77,7 +77,7 @@ def free_port() -> int:
 
 
 def measure(env: dict[str, str], runs: int, warmup: int, label: str) -> dict[str, Any]:
-    hook = [sys.executable, str(HOOK_FILE), "claude-code"]      # exactly what the installers write
+    hook = [sys.executable, str(HOOK_FILE), "claude-code"]      # what the installed launcher execs
     starts: list[float] = []
     ends: list[float] = []
     rss: list[int] = []
