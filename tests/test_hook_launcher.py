@@ -138,5 +138,5 @@ def test_a_launcher_whose_interpreter_is_gone_stays_out_of_the_way(env, mem, rem
                        input=b'{"prompt": "hi"}', capture_output=True, timeout=30,
                        env={"PATH": "/usr/bin:/bin", "HOME": env["HOME"]})    # no remem on PATH either
     assert r.returncode == 0 and r.stdout == b""                     # never blocks or breaks the agent
-    assert b"remem hooks install" in r.stderr                         # and says how to repair it
+    assert b"remem hooks install" in r.stderr and str(gone).encode() in r.stderr   # says how to repair it
     assert time.monotonic() - t0 < 5

@@ -110,14 +110,15 @@ class Context:
 
 def _launcher_text(ctx: Context, what: str, argv: list[str]) -> str:
     python = shlex.quote(ctx.python)
+    who = "the agents' hook configs" if what == "hook" else "skills and slash commands"
     return (
         "#!/bin/sh\n"
-        f"# remem's {what} launcher, run by the agents' hook configs and skills. Written by `remem hooks install`\n"
+        f"# remem's {what} launcher, run by {who}. Written by `remem hooks install`\n"
         "# and `remem up`, which rewrite it when remem's Python moves; the agents' configs stay as they are.\n"
         f"if [ -x {python} ]; then\n"
         f"  exec {' '.join(shlex.quote(a) for a in argv)} \"$@\"\n"
         "fi\n"
-        f"echo \"remem: {ctx.python} is gone (moved or removed); run 'remem hooks install' again\" >&2\n"
+        f"echo {shlex.quote(f'remem: {ctx.python} is gone (moved or removed); run: remem hooks install')} >&2\n"
         # a hook must never block or fail the agent's turn; a command (a skill's call) reports the error
         + ("exit 0\n" if what == "hook" else "exit 127\n"))
 
