@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-FIXTURES = SHARED / "fixtures" / "agents"
+FIXTURES = REPO / "tests" / "fixtures" / "agents"      # provenance and licences: fixtures/agents/SOURCES.md
 
 
 def copy_fixture(name: str, dest: Path) -> Path:
-    """Copy one agent's fixture tree into a test HOME, writable (shared/ is read-only in CI)."""
+    """Copy one agent's fixture tree into a test HOME, writable (a checkout may be read-only)."""
     import shutil
 
     src = FIXTURES / name

@@ -1,11 +1,12 @@
 """The real agent CLIs, end to end, with remem's installed hooks and plugins.
 
 Each test runs Claude Code, Codex CLI, OpenCode or Gemini CLI headless inside ``unshare -n``
-(a network namespace with only loopback) against ``../shared/tools/agents/fake_model_server.py``,
+(a network namespace with only loopback) against the project's fake model server (``tests/fake_model.py``),
 in a throw-away HOME where ``remem hooks install <agent>`` wired remem in. It proves both halves:
 
-- recall reached the model: a memory stored earlier (in another project, by another agent) shows up
-  in the fake server's request log of a brand-new session;
+- recall reached the model: the home holds a topic's worth of earlier work (several related memories
+  from four agents in other projects, with tool output, among unrelated ones), and the memory that answers
+  the prompt, with others of the topic, shows up in the fake server's request log of a brand-new session;
 - capture worked: the new turn is searchable in remem afterwards, labelled with the agent's
   canonical id and the project (the working directory), with the model's reply.
 
@@ -21,18 +22,68 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 import remem
-from conftest import REPO, SHARED
+from conftest import REPO
 from remem import integrations
+from remem.model import ToolCall
 
-FAKE_SERVER = SHARED / "tools" / "agents" / "fake_model_server.py"
+FAKE_SERVER = Path(__file__).resolve().parent / "fake_model.py"
 AGENTS_BIN = REPO / ".agents-bin"
-MARKER = "ZQXRECALLMARKER"
+MARKER = "ZQXRECALLMARKER"            # in the memory that answers PROMPT
 SEED = f"Zebrafish credentials are rotated with `vault kv rotate zebrafish` ({MARKER}); never by hand."
+DAY = 86_400.0
+VAULT_403 = """Error writing data to sys/rotate/zebrafish: Error making API request.
+
+URL: PUT https://vault.internal:8200/v1/zebrafish/rotate
+Code: 403. Errors:
+
+* 1 error occurred:
+\t* permission denied
+""" + "\n".join(f"2026-03-0{d} 10:{m:02d}:07.{m:03d} [WARN]  core: failed to rotate: path=zebrafish/ role=app "
+                 f"request_id=7f3c{m:04x}-zebrafish policy=default" for d in range(1, 4) for m in range(0, 60, 3))
+# several memories about one topic (the zebrafish credentials), by four agents, in other projects; they
+# share the topic's words, which is what a word gate that weighs words by the store's IDF gets wrong
+RELATED = [  # (marker, agent, project, request, reply, tool calls, days ago)
+    ("ZQXRELATEDPOLICY", "claude-code", "/home/dev/infra",
+     "vault kv rotate zebrafish fails with 403 permission denied, why?",
+     "The CI token lacked the rotate capability. Added `path \"zebrafish/rotate\" { capabilities = "
+     "[\"update\"] }` to the zebrafish-rotate policy and re-ran the rotation (ZQXRELATEDPOLICY).",
+     [ToolCall("Bash", "vault kv rotate zebrafish", VAULT_403, is_error=True),
+      ToolCall("Bash", "vault policy read zebrafish-rotate", 'path "zebrafish/*" {\n  capabilities = ["read"]\n}')],
+     9),
+    ("ZQXRELATEDWORKERS", "opencode", "/home/dev/zebrafish-api",
+     "After rotating the zebrafish credentials the workers still use the old password",
+     "They read the secret once at start-up. Restart them after every rotation: `kubectl rollout restart "
+     "deploy/zebrafish-worker -n prod` (ZQXRELATEDWORKERS).",
+     [ToolCall("bash", "kubectl logs deploy/zebrafish-worker -n prod --tail=20",
+               "psycopg.OperationalError: connection failed: FATAL:  password authentication failed for user "
+               "\"zebrafish_app\"\n" * 12)], 6),
+    ("ZQXRELATEDWHERE", "gemini", "/home/dev/zebrafish-api",
+     "Where are the zebrafish database credentials stored?",
+     "In Vault under secret/zebrafish/db; the sidecar renders them to /run/secrets/zebrafish.env, which "
+     "the app reads at start-up (ZQXRELATEDWHERE).", [], 4),
+    ("ZQXRELATEDSCHEDULE", "codex", "/home/dev/ops",
+     "Schedule the zebrafish credential rotation every 30 days",
+     "Added a CronJob `zebrafish-rotate` (0 3 1 * *) that runs the vault rotation and then restarts the "
+     "workers; alerts go to #ops-zebrafish (ZQXRELATEDSCHEDULE).",
+     [ToolCall("exec_command", "kubectl apply -f k8s/cron/zebrafish-rotate.yaml",
+               "cronjob.batch/zebrafish-rotate created")], 2),
+]
+UNRELATED = [  # other work in the same home
+    ("claude-code", "/home/dev/shop", "The checkout page times out with more than 50 items in the cart",
+     "cart/totals.py ran one SQL query per line item; batched them into one query."),
+    ("codex", "/home/dev/shop", "Redis memory keeps growing in production",
+     "Session keys had no TTL; set a 7-day expiry and maxmemory-policy allkeys-lru."),
+    ("gemini", "/home/dev/site", "把首页的图片改成懒加载", "给 <img> 加了 loading=\"lazy\"，首屏时间从 2.1 秒降到 1.3 秒。"),
+    ("opencode", "/home/dev/site", "The Docker image is 1.8 GB, make it smaller",
+     "Multi-stage build on python:3.11-slim without build tools: 240 MB now."),
+]
+RELATED_MARKERS = [m for m, *_ in RELATED]
 TOOL_OUT = "zebrafish-tool-ok"
 # CALL_TOOL[...] makes the fake model call the agent's shell tool once, then answer FAKE_DONE
 PROMPT = f"How do we rotate the zebrafish credentials? CALL_TOOL[echo {TOOL_OUT}]"
@@ -75,10 +126,24 @@ class Run:
                     "XDG_CONFIG_HOME": str(self.home / ".config"), "XDG_DATA_HOME": str(self.home / ".local/share"),
                     "XDG_CACHE_HOME": str(self.home / ".cache"), "XDG_STATE_HOME": str(self.home / ".local/state")}
 
-    def seed(self) -> None:
+    def seed(self, related: bool = True) -> None:
+        """The answering memory, and (``related``) the topic's other memories and unrelated work."""
         mem = remem.open(self.remem_home)
-        self.seed_id = mem.add(SEED, agent="codex", project="/home/dev/other-app").id
-        mem.close()
+        now = time.time()
+        try:
+            # with the topic around it, the answer is an agent's turn like the others (a session of its own);
+            # alone it is a note (`remem add`), which /remem-resume lists as one episode
+            self.seed_ids = {mem.add(SEED, agent="codex", project="/home/dev/other-app", ts=now - 12 * DAY,
+                                     session="seed-answer" if related else "").id}
+            if related:
+                for i, (_m, agent, project, request, reply, actions, days) in enumerate(RELATED):
+                    self.seed_ids.add(mem.add(request, reply=reply, actions=actions, agent=agent, project=project,
+                                              session=f"seed-related-{i}", ts=now - days * DAY).id)
+                for i, (agent, project, request, reply) in enumerate(UNRELATED):
+                    self.seed_ids.add(mem.add(request, reply=reply, agent=agent, project=project,
+                                              session=f"seed-other-{i}", ts=now - (20 + i) * DAY).id)
+        finally:
+            mem.close()
 
     def install(self) -> dict:
         mem = remem.open(self.remem_home)
@@ -98,7 +163,7 @@ class Run:
             {'ip link set lo up' if NETNS else ''}
             {exports}
             {_q(sys.executable)} {_q(str(FAKE_SERVER))} --port {self.port} --log {_q(str(self.requests))} \\
-                --markers {MARKER} > {_q(str(self.base / 'server.log'))} 2>&1 &
+                --markers {",".join([MARKER, *RELATED_MARKERS])} > {_q(str(self.base / 'server.log'))} 2>&1 &
             SPID=$!
             for i in $(seq 300); do
               {_q(sys.executable)} -c "import socket; socket.create_connection(('127.0.0.1', {self.port}), 0.2)" \\
@@ -136,6 +201,11 @@ class Run:
         bodies = [json.dumps(r.get("body")) for r in self.model_requests()]
         assert bodies, "the agent never called the fake model\n" + self.diagnostics()
         assert any(MARKER in b for b in bodies), "recalled memory not in any model request\n" + self.diagnostics()
+        # a topic's memories all match the prompt: a packet holds more than one of them (the answer above
+        # and at least two of the four others); a gate that weighs the topic's shared words ~0 keeps one
+        related = sorted({m for m in RELATED_MARKERS for b in bodies if m in b})
+        assert len(related) >= 2, (f"only {related or 'none'} of the topic's other memories {RELATED_MARKERS} "
+                                   "reached the model\n" + self.diagnostics())
         mem = remem.open(self.remem_home)
         try:
             rows = [r for r in mem.list(agent=self.agent, project=str(self.project), limit=20)
@@ -164,7 +234,7 @@ class Run:
             return
         run_sync(mem, [self.agent], env=self.env)
         same = [r for r in mem.list(agent=self.agent, limit=50)
-                if "zebrafish" in r["request"].lower() and r["id"] != self.seed_id]
+                if "zebrafish" in r["request"].lower() and r["id"] not in self.seed_ids]
         if len(same) > 1 and self.agent == "gemini" and any("<hook_context>" in r["request"] for r in same):
             pytest.xfail("recall and capture work; but sources/gemini.py imports the <hook_context> part Gemini "
                          "adds to the user record as part of the request, so the import misses the live twin")
@@ -180,9 +250,9 @@ def _q(s: str) -> str:
 
 @pytest.fixture
 def run_for(tmp_path: Path):
-    def make(agent: str, port: int) -> Run:
+    def make(agent: str, port: int, related: bool = True) -> Run:
         r = Run(tmp_path / agent, agent, port)
-        r.seed()
+        r.seed(related)
         return r
     return make
 
@@ -206,7 +276,7 @@ def test_claude_code_remem_resume(run_for):
     exe = agent_bin("claude", "CLAUDE_BIN")
     if not exe:
         pytest.skip("Claude Code not installed (run scripts/install-agents.sh)")
-    r = run_for("claude-code", 18080)
+    r = run_for("claude-code", 18080, related=False)       # one episode: "1" picks it
     r.install()
     env = {"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{r.port}", "ANTHROPIC_API_KEY": "sk-ant-dummy",
            "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}

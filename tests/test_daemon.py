@@ -115,7 +115,7 @@ def test_health_answers_fast_even_while_loading(tmp_path):
     d.start(ready=False)
     first = time.monotonic() - t0
     try:
-        assert first < 3.0, f"/health took {first:.2f}s"  # bench/api_speed.py measures the real number
+        assert first < 3.0, f"/health took {first:.2f}s"  # src/remem/bench/api_speed.py measures the real number
         d.wait_health(ready=True)
         assert d.get("/api/v1/stats").json()["turns"] == 200
     finally:

@@ -1,6 +1,6 @@
 """The hook process as agents run it (``python -m remem.hook AGENT EVENT``), from the payload samples.
 
-Every sample in ``../shared/fixtures/agents/*/hooks/stdin.*.json`` goes through the real entry
+Every sample in ``tests/fixtures/agents/*/hooks/stdin.*.json`` goes through the real entry
 point; the answer must be valid for that agent's protocol, the exit code 0, and the turn must land
 in remem with the agent's canonical label and project. Then the bad cases: malformed stdin,
 missing fields, a dead daemon, a slow daemon (a real HTTP server on 127.0.0.1 that sleeps), a

@@ -118,7 +118,8 @@ def test_install_twice_remove_leaves_foreign_config_as_it_was(agent, env, mem, r
         assert rel in after_first
     backups = [Path(b) for b in first["backups"]]
     assert all(b.exists() for b in backups)
-    assert len(backups) == sum(1 for p in first["changed"] if Path(p).relative_to(home).as_posix() in before)
+    assert len(backups) == sum(1 for p in first["changed"]
+                               if Path(p).is_relative_to(home) and Path(p).relative_to(home).as_posix() in before)
 
     second = integrations.install(mem, agent, env=env)
     assert second["changed"] == [] and second["backups"] == [], second
@@ -150,7 +151,7 @@ def test_install_into_an_empty_home_and_remove_leaves_nothing(agent, env, mem):
     assert [p for p in home.rglob("*") if p.is_file()] == []
 
 
-def test_claude_hooks_are_merged_next_to_foreign_ones(env, mem):
+def test_claude_hooks_are_merged_next_to_foreign_ones(env, mem, remem_home):
     home = Path(env["HOME"])
     claude_foreign(home)
     cfg = json.loads((home / ".claude/settings.json").read_text())
@@ -163,7 +164,7 @@ def test_claude_hooks_are_merged_next_to_foreign_ones(env, mem):
     ups = cfg["hooks"]["UserPromptSubmit"]
     assert ups[0]["hooks"][0]["command"] == FOREIGN_HOOK            # foreign first, untouched
     ours = ups[1]["hooks"][0]
-    assert "remem/hook.py" in ours["command"] and ours["command"].endswith("claude-code UserPromptSubmit")
+    assert ours["command"] == f"{remem_home / 'bin' / 'remem-hook'} claude-code UserPromptSubmit"
     assert ours["timeout"] == 60
     stop_cmds = [h["command"] for g in cfg["hooks"]["Stop"] for h in g["hooks"]]
     assert stop_cmds.count(FOREIGN_HOOK) == 1
@@ -233,7 +234,7 @@ def test_opencode_honours_config_dir_variables(tmp_path, env, mem):
     env2 = {**env, "OPENCODE_CONFIG_DIR": str(tmp_path / "occ")}
     integrations.install(mem, "opencode", env=env2)
     plugin = (tmp_path / "occ/plugins/remem.js").read_text()
-    assert "remem/hook.py" in plugin and "{{" not in plugin
+    assert "bin/remem-hook" in plugin and "{{" not in plugin
 
 
 @pytest.mark.parametrize("agent,holder_setup,holder", [
@@ -291,7 +292,8 @@ def test_hook_command_pins_the_remem_home(env, mem, remem_home):
     integrations.install(mem, "claude-code", env=env)
     cfg = json.loads((Path(env["HOME"]) / ".claude/settings.json").read_text())
     cmd = cfg["hooks"]["Stop"][0]["hooks"][0]["command"]
-    assert f"--home {remem_home}" in cmd
+    assert cmd.startswith(str(remem_home / "bin" / "remem-hook"))          # the launcher, which pins the home
+    assert f"--home {remem_home}" in (remem_home / "bin" / "remem-hook").read_text()
 
 
 def test_cli_install_status_remove(cli, env, remem_home):

@@ -1,4 +1,4 @@
-"""Claude Code history (~/.claude/projects) → messages → turns, against the shared fixtures."""
+"""Claude Code history (~/.claude/projects) → messages → turns, against the agent fixtures (tests/fixtures/agents)."""
 
 from __future__ import annotations
 

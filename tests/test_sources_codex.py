@@ -1,4 +1,4 @@
-"""Codex rollouts ($CODEX_HOME/sessions) → messages → turns, against the shared fixtures."""
+"""Codex rollouts ($CODEX_HOME/sessions) → messages → turns, against the agent fixtures (tests/fixtures/agents)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cursor state.vscdb (cursorDiskKV) → messages → turns, against the shared fixtures."""
+"""Cursor state.vscdb (cursorDiskKV) → messages → turns, against the agent fixtures (tests/fixtures/agents)."""
 
 from __future__ import annotations
 

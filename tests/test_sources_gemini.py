@@ -1,4 +1,4 @@
-"""Gemini CLI chats (~/.gemini/tmp/*/chats) → turns, against the shared fixtures: replay, rewind, upserts."""
+"""Gemini CLI chats (~/.gemini/tmp/*/chats) → turns, against the agent fixtures (tests/fixtures/agents): replay, rewind, upserts."""
 
 from __future__ import annotations
 

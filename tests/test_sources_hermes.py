@@ -1,4 +1,4 @@
-"""Hermes state.db and legacy sessions/*.jsonl → messages → turns, against the shared fixtures."""
+"""Hermes state.db and legacy sessions/*.jsonl → messages → turns, against the agent fixtures (tests/fixtures/agents)."""
 
 from __future__ import annotations
 

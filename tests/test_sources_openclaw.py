@@ -1,4 +1,4 @@
-"""OpenClaw transcripts (JSONL and the newer state/openclaw.sqlite) → turns, against the shared fixtures."""
+"""OpenClaw transcripts (JSONL and the newer state/openclaw.sqlite) → turns, against the agent fixtures (tests/fixtures/agents)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""OpenCode opencode.db and legacy storage/ → messages → turns, against the shared fixtures."""
+"""OpenCode opencode.db and legacy storage/ → messages → turns, against the agent fixtures (tests/fixtures/agents)."""
 
 from __future__ import annotations
 

@@ -16,12 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO, copy_fixture
+from conftest import FIXTURES, copy_fixture
+from remem.bench.gen_history import write_claude_history
 from remem.sources.base import Unit
 from remem.sources.sync import SyncControl, needs_read, next_cursor, run_sync
-
-sys.path.insert(0, str(REPO / "bench"))
-from gen_history import write_claude_history  # noqa: E402
 
 LAYOUT = {  # fixture dir → where the agent keeps it under HOME
     "claude-code/projects": ".claude/projects",

@@ -1,11 +1,9 @@
-"""``remem bench``: the benchmark harnesses in the source tree's bench/ folder."""
+"""``remem bench``: the benchmark harnesses of the ``remem.bench`` package (they ship with the wheel)."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -13,20 +11,10 @@ import click
 
 from . import handle_errors
 
-BENCH_DIR = Path(__file__).resolve().parents[3] / "bench"
-
 
 def harness(name: str) -> ModuleType:
-    """Load bench/NAME.py (it ships with the source checkout, not the wheel)."""
-    path = BENCH_DIR / f"{name}.py"
-    if not path.is_file():
-        raise click.ClickException(f"benchmark harness not found: {path} (run from a source checkout)")
-    spec = importlib.util.spec_from_file_location(f"remem_bench_{name}", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    """The harness module ``remem.bench.NAME`` (imported when a bench command runs, not at CLI start)."""
+    return importlib.import_module(f"remem.bench.{name}")
 
 
 def _out(res: dict[str, Any], as_json: bool, render: Any) -> None:

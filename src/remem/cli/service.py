@@ -155,6 +155,8 @@ def up(ctx: click.Context, no_import: bool, no_daemon: bool, as_json: bool) -> N
     mem = Remem(home)
     try:
         mem.init()
+        from ..integrations import refresh_launcher
+        out["hook_launcher_rewritten"] = refresh_launcher(mem)   # hooks follow this interpreter
         running = daemon.find(home, wait=2.0)
         if no_import:
             out["import"] = {"skipped": "--no-import"}

@@ -263,7 +263,7 @@ def build_int8(m: ModelFile, dest: Path) -> Path:
     # Every weight product but the FFN's output: its input, the GELU's output, has outliers that one
     # activation scale per tensor resolves badly (cosine to the engine, worst of the test texts:
     # 0.989 with it quantised, 0.995 without, 0.9999 all float; 0.41 / 0.48 / 0.64 ms per token,
-    # bench/e5_onnx.py).
+    # src/remem/bench/e5_onnx.py).
     weights = [n.name for n in model.graph.node
                if n.op_type == "MatMul" and n.name.rsplit(".", 1)[-1] in ("mm_qkv", "mm_ao", "mm_fi")]
     dest.parent.mkdir(parents=True, exist_ok=True)

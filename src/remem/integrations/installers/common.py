@@ -7,6 +7,12 @@ Rules every installer follows:
 - back up a file before changing it (``<file>.remem-bak-<time>``, the newest few kept);
 - installing twice changes nothing the second time; removing takes out exactly remem's entries
   and files and leaves everything else, including memories already imported.
+
+Every hook config points at one stable file, the launcher ``$REMEM_HOME/bin/remem-hook``: a small
+``sh`` script that execs the interpreter remem runs on with its hook entry (skills and slash commands
+call ``$REMEM_HOME/bin/remem`` the same way). Moving or re-creating the virtualenv, or upgrading Python,
+then needs only the launchers rewritten, which ``remem hooks install`` and ``remem up`` do
+(:func:`write_launcher`); the agents' configs stay as they are.
 """
 
 from __future__ import annotations
@@ -29,8 +35,10 @@ END = "<!-- remem:end -->"
 _BLOCK = re.compile(r"\n*<!-- remem:begin[^\n]*-->.*?<!-- remem:end -->\n?", re.S)
 # a command line that runs remem's hook, however it was spelled (fixtures use `remem hook …`)
 _REMEM_CMD = re.compile(r"(?:^|[\s/'\"])(?:remem(?:-hook)?\s+hook\b|-m\s+remem\.hook\b|remem-hook\.sh\b"
-                       r"|remem[/\\]hook\.py\b)")
+                       r"|remem[/\\]hook\.py\b|bin[/\\]remem-hook(?=$|[\s'\"]))")
 HOOK_FILE = Path(__file__).resolve().parents[2] / "hook.py"   # run as a file: the fastest start
+LAUNCHER = Path("bin") / "remem-hook"                         # under the remem home: what hooks run
+CLI_LAUNCHER = Path("bin") / "remem"                          # what skills and slash commands run
 
 
 class InstallError(Exception):
@@ -61,7 +69,7 @@ class Context:
 
     env: dict[str, str]
     remem_home: Path
-    python: str = sys.executable
+    python: str = field(default_factory=lambda: sys.executable)   # the interpreter running now
     pin_home: bool = True
 
     @property
@@ -73,7 +81,20 @@ class Context:
         return Path(v).expanduser() if v else default
 
     # -- the commands agents run ---------------------------------------------------------
+    @property
+    def launcher(self) -> Path:
+        return self.remem_home / LAUNCHER
+
+    @property
+    def cli_launcher(self) -> Path:
+        return self.remem_home / CLI_LAUNCHER
+
     def hook_argv(self) -> list[str]:
+        """What an agent runs for a hook: the stable launcher (see :func:`write_launcher`)."""
+        return [str(self.launcher)]
+
+    def entry_argv(self) -> list[str]:
+        """What the launcher runs: this interpreter on the hook entry file (no package import first)."""
         argv = [self.python, str(HOOK_FILE)]
         if self.pin_home:
             argv += ["--home", str(self.remem_home)]
@@ -83,13 +104,38 @@ class Context:
         return " ".join(shlex.quote(a) for a in [*self.hook_argv(), agent, event])
 
     def cli_command(self) -> str:
-        """How a skill should call the remem CLI on this machine."""
-        exe = Path(self.python).parent / "remem"
-        base = shlex.quote(str(exe)) if exe.exists() else (shutil.which("remem") or
-                                                          f"{shlex.quote(self.python)} -m remem")
-        if self.pin_home:
-            return f"REMEM_HOME={shlex.quote(str(self.remem_home))} {base}"
-        return base
+        """How a skill calls the remem CLI: the command launcher (it pins the home when needed)."""
+        return shlex.quote(str(self.cli_launcher))
+
+
+def _launcher_text(ctx: Context, what: str, argv: list[str]) -> str:
+    python = shlex.quote(ctx.python)
+    who = "the agents' hook configs" if what == "hook" else "skills and slash commands"
+    return (
+        "#!/bin/sh\n"
+        f"# remem's {what} launcher, run by {who}. Written by `remem hooks install`\n"
+        "# and `remem up`, which rewrite it when remem's Python moves; the agents' configs stay as they are.\n"
+        f"if [ -x {python} ]; then\n"
+        f"  exec {' '.join(shlex.quote(a) for a in argv)} \"$@\"\n"
+        "fi\n"
+        f"echo {shlex.quote(f'remem: {ctx.python} is gone (moved or removed); run: remem hooks install')} >&2\n"
+        # a hook must never block or fail the agent's turn; a command (a skill's call) reports the error
+        + ("exit 0\n" if what == "hook" else "exit 127\n"))
+
+
+def launcher_texts(ctx: Context) -> dict[Path, str]:
+    cli = [ctx.python, "-m", "remem", *(["--home", str(ctx.remem_home)] if ctx.pin_home else [])]
+    return {ctx.launcher: _launcher_text(ctx, "hook", ctx.entry_argv()),
+            ctx.cli_launcher: _launcher_text(ctx, "command", cli)}
+
+
+def write_launcher(ctx: Context, res: Result | None = None) -> bool:
+    """Write (or rewrite) ``$REMEM_HOME/bin/remem-hook`` (hooks) and ``$REMEM_HOME/bin/remem`` (skills)
+    for the interpreter in ``ctx``. True if either changed."""
+    res = res if res is not None else Result("remem", "launcher")
+    changed = [write_text(path, text, res, mode=0o755, keep_backup=False)
+               for path, text in launcher_texts(ctx).items()]
+    return any(changed)
 
 
 def is_remem_command(command: Any) -> bool:

@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""Recall speed on generated stores: turn_start and search p50 / p95, vector index memory.
+
+For each size a fresh home gets N synthetic coding-agent turns through the real write
+pipeline (``Remem.add_turns``: redaction, CJK indexing, entities, FTS triggers). Embedding
+100k turns with the default model would take hours on 2 cores, so the embeddings table is
+filled with random unit vectors of the configured model's id and dimension instead (one
+"summary" vector per turn, an "actions" vector for half of them): the vector search does
+exactly the work it does on real vectors. Queries are embedded by the real model, so the
+timings include the query embedding. Larger sizes are estimated from the measured curve.
+
+    remem bench speed --sizes 10000,100000 [--queries 200] [--json]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+WORDS = ("migrate schema index query cache retry timeout flaky test fixture deploy docker build lint "
+         "typecheck refactor parser tokenizer embed vector search session owner project hook daemon "
+         "server route auth token login logout user profile billing invoice payment webhook queue "
+         "worker job cron backup restore export import sync watermark checkpoint redact secret config "
+         "yaml json toml pytest ruff mypy numpy sqlite fts5 trigram bm25 rrf mmr packet budget viewer "
+         "browser chart table column row transaction lock wal vacuum upgrade downgrade release tag "
+         "changelog readme docs api client sdk cli flag option argument env variable path file folder").split()
+ZH = ["数据库", "迁移", "测试", "缓存", "部署", "登录", "用户", "配置", "索引", "搜索"]
+ERRORS = ["ModuleNotFoundError: No module named 'yaml'", "TimeoutError: operation timed out",
+          "sqlite3.OperationalError: database is locked", "TS2304: Cannot find name 'foo'",
+          "npm ERR! code ERESOLVE", "fatal: not a git repository"]
+
+
+_SYL = "ba be bi bo bu ka ke ki ko ku la le li lo lu ma me mi mo mu na ne ni no nu ra re ri ro ru " \
+       "sa se si so su ta te ti to tu va ve vi vo vu za ze zi zo zu".split()
+_RARE: list[str] = []
+
+
+def _rare_vocab(n: int = 30_000) -> list[str]:
+    """Identifier-like words (function names, file stems, people, products): the long tail."""
+    if not _RARE:
+        r = random.Random(5)
+        seen: set[str] = set()
+        while len(seen) < n:
+            w = "".join(r.choice(_SYL) for _ in range(r.randint(2, 4)))
+            if r.random() < 0.3:
+                w += "_" + r.choice(WORDS)
+            seen.add(w)
+        _RARE.extend(sorted(seen))
+    return _RARE
+
+
+def _zipf_word(rng: random.Random) -> str:
+    """Real text is Zipfian with a long tail: common words half the time, then ranks of a
+    30,000-word vocabulary drawn log-uniformly (Zipf-like: a few frequent, most rare)."""
+    if rng.random() < 0.5:
+        i = min(len(WORDS) - 1, int(rng.paretovariate(1.1)) - 1)
+        return WORDS[i] if rng.random() < 0.7 else rng.choice(WORDS)
+    rare = _rare_vocab()
+    return rare[min(len(rare) - 1, int(len(rare) ** rng.random()) - 1)]
+
+
+def make_turns(n: int, seed: int = 7, chunk: int = 0) -> Iterator[list[Any]]:
+    """The ``n`` synthetic turns in lists of ``chunk`` (all at once when 0): a million turns
+    never sit in memory together."""
+    from remem.model import ToolCall, TurnIn
+
+    rng = random.Random(seed)
+    out = []
+    t0 = time.time() - 400 * 86400
+    for i in range(n):
+        words = [_zipf_word(rng) for _ in range(rng.randint(8, 40))]
+        if rng.random() < 0.05:
+            words += rng.sample(ZH, 2)
+        failed = rng.random() < 0.05
+        actions = [ToolCall(name="Bash", input=f"pytest tests/test_{rng.choice(WORDS)}.py",
+                            output=rng.choice(ERRORS) if failed else "ok", is_error=failed)] \
+            if rng.random() < 0.5 else []
+        ts = t0 + i * (400 * 86400 / max(1, n))
+        out.append(TurnIn(request=" ".join(words), reply=" ".join(_zipf_word(rng) for _ in range(rng.randint(10, 60))),
+                          actions=actions, owner="speed", agent=rng.choice(("claude-code", "codex", "cursor")),
+                          project=f"/srv/p{rng.randint(0, 19)}", session_id=f"s{i // 20}",
+                          source_key=f"speed:{i}", status="failed" if failed else "succeeded",
+                          started_at=ts, ended_at=ts + 30))
+        if chunk and len(out) == chunk:
+            yield out
+            out = []
+    if out:
+        yield out
+
+
+def fill_vectors(mem: Any, model_id: str, dim: int, seed: int = 11) -> int:
+    import numpy as np
+
+    from remem.store.db import transaction
+    from remem.store.vectors import put_many
+
+    rng = np.random.default_rng(seed)
+    db = mem.db
+    rows = db.execute("SELECT id, owner, agent, project, content_hash, actions != '' FROM turns").fetchall()
+    n = 0
+    for i in range(0, len(rows), 5000):
+        chunk = rows[i:i + 5000]
+        vec = rng.standard_normal((len(chunk), dim)).astype(np.float32)
+        vec /= np.linalg.norm(vec, axis=1, keepdims=True)
+        batch = []
+        for r, v in zip(chunk, vec, strict=True):
+            batch.append(("turn", r[0], "summary", model_id, dim, v.tobytes(), r[4], r[1], r[2], r[3]))
+            if r[5]:
+                batch.append(("turn", r[0], "actions", model_id, dim, v[::-1].copy().tobytes(), r[4], r[1], r[2], r[3]))
+        with transaction(db):
+            put_many(db, batch)
+            db.executemany("UPDATE turns SET embed_state='done' WHERE id=?", [(r[0],) for r in chunk])
+        n += len(batch)
+    return n
+
+
+def _pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return round(xs[min(len(xs) - 1, int(p * (len(xs) - 1) + 0.5))], 2)
+
+
+def _rss_mb() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return 0.0
+
+
+def build(home: str, n: int, model: str, say: Callable[[str], None]) -> dict[str, Any]:
+    """A store of ``n`` synthetic turns with random vectors in ``home``; its build times."""
+    from remem.core import Remem
+
+    mem = Remem(home, env={"REMEM_EMBEDDING_MODEL": model})
+    emb = mem.embedder()
+    if emb is None:
+        raise RuntimeError(f"embedder {model!r} unavailable: {mem.embedder_error}")
+    t0 = time.perf_counter()
+    for part in make_turns(n, chunk=2000):
+        mem.add_turns(part)
+    ingest_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    mem.index_pending(embed=False)  # entities + trigram index: the background job, run now
+    index_s = time.perf_counter() - t0
+    say(f"{n}: ingested in {ingest_s:.0f}s, indexed in {index_s:.0f}s")
+    t0 = time.perf_counter()
+    nvec = fill_vectors(mem, emb.model_id, emb.dim)
+    fill_s = time.perf_counter() - t0
+    mem.close()
+    return {"turns": n, "vectors": nvec, "model": emb.model_id, "ingest_s": round(ingest_s, 1),
+            "index_s": round(index_s, 1), "vector_fill_s": round(fill_s, 1)}
+
+
+def measure(n: int, *, queries: int, model: str, say: Callable[[str], None], keep: str | None = None) -> dict[str, Any]:
+    """Build (or, with ``keep``, reuse) a store of ``n`` turns and time ``queries`` prompts on it."""
+    from remem.core import Remem
+    from remem.index import vectors
+    from remem.recall import channels
+
+    channels._QVEC.clear()  # every size embeds its queries afresh (the sizes share the query list)
+
+    with tempfile.TemporaryDirectory(prefix="remem-speed-") as tmp:
+        home = os.path.join(keep, str(n)) if keep else tmp
+        done = Path(home, "built.json")
+        if done.exists():
+            built = json.loads(done.read_text())
+            say(f"{n}: reusing the store in {home}")
+        else:
+            if Path(home, "remem.db").exists():
+                raise RuntimeError(f"{home} holds a store that was not finished; remove it first")
+            built = build(home, n, model, say)
+            if keep:
+                done.write_text(json.dumps(built))
+        mem = Remem(home, env={"REMEM_EMBEDDING_MODEL": model})
+        emb = mem.embedder()
+        emb.load() if hasattr(emb, "load") else None
+        onnx = mem.prepare_onnx(wait=True)  # as the daemon runs them
+        rng = random.Random(3)
+        qs = [" ".join(_zipf_word(rng) for _ in range(rng.randint(3, 9))) + ("?" if i % 3 else "")
+              for i in range(queries)]
+        qs[::10] = [q + " " + rng.choice(ERRORS) for q in qs[::10]]
+        t0 = time.perf_counter()
+        mem.search("warm up the index", owner="speed", k=10)
+        load_s = time.perf_counter() - t0
+        lat: dict[str, list[float]] = {"turn_start": [], "search": [], "query_embedding": []}
+        for q in qs:
+            a = time.perf_counter()
+            emb.embed_query(q + " (timing)")
+            b = time.perf_counter()
+            mem.turn_start(q, owner="speed", project="/srv/p3")
+            c = time.perf_counter()
+            mem.search(q, owner="speed", k=10)  # the same prompt: its vector comes from the small query cache
+            d = time.perf_counter()
+            mem.search(q + " again", owner="speed", k=10)
+            e = time.perf_counter()
+            lat["query_embedding"].append((b - a) * 1000)
+            lat["turn_start"].append((c - b) * 1000)
+            lat["search"].append((e - d) * 1000)
+            del d
+        info = [i for i in vectors.info() if home in i["db"]]
+        raw = sum(i["raw_vector_bytes"] for i in info)
+        total = sum(i["total_bytes"] for i in info)
+        mem.close()
+        vectors.forget()
+    return {**built, "onnx": onnx, "index_load_s": round(load_s, 2),
+            **{f"{k}_p50_ms": round(statistics.median(v), 2) for k, v in lat.items()},
+            **{f"{k}_p95_ms": _pct(v, 0.95) for k, v in lat.items()},
+            "vector_raw_mb": round(raw / 1e6, 1), "vector_index_mb": round(total / 1e6, 1),
+            "vector_memory_ratio": round(total / raw, 3) if raw else None, "rss_mb": _rss_mb()}
+
+
+def estimate(points: list[dict[str, Any]], n: int) -> dict[str, Any]:
+    """Linear fit through the two largest measured sizes (brute-force search grows linearly)."""
+    if len(points) < 2:
+        return {}
+    a, b = sorted(points, key=lambda p: p["turns"])[-2:]
+    out: dict[str, Any] = {"turns": n, "estimated": True}
+    for key in ("turn_start_p50_ms", "turn_start_p95_ms", "search_p50_ms", "search_p95_ms", "vector_raw_mb",
+                "vector_index_mb"):
+        slope = (b[key] - a[key]) / (b["turns"] - a["turns"])
+        out[key] = round(b[key] + slope * (n - b["turns"]), 1)
+    return out
+
+
+def resolve_model(model: str | None) -> str:
+    from remem.index.embed import DEFAULT_EMBEDDER
+
+    model = model or os.environ.get("REMEM_EMBEDDING_MODEL") or DEFAULT_EMBEDDER
+    return DEFAULT_EMBEDDER if model == "default" else model
+
+
+def run(sizes: list[int], *, queries: int = 200, model: str | None = None,
+        progress: Callable[[str], None] | None = None, keep: str | None = None) -> dict[str, Any]:
+
+    model = resolve_model(model)
+    say = progress or (lambda _m: None)
+    points = [measure(n, queries=queries, model=model, say=say, keep=keep) for n in sizes]
+    est = estimate(points, 1_000_000) if max(sizes) < 1_000_000 else {}
+    return {"model": model, "cpus": os.cpu_count(), "points": points, "estimate_1m": est}
+
+
+def render(res: dict[str, Any]) -> str:
+    cols = ("turns", "turn_start_p50_ms", "turn_start_p95_ms", "search_p50_ms", "search_p95_ms",
+            "query_embedding_p50_ms", "vector_raw_mb", "vector_index_mb", "vector_memory_ratio", "index_load_s")
+    lines = [f"model={res['model']} cpus={res['cpus']}", " | ".join(cols)]
+    for p in res["points"]:
+        lines.append(" | ".join(str(p.get(c, "")) for c in cols))
+    if res.get("estimate_1m"):
+        lines.append("1M (estimated, linear): " + "  ".join(f"{k}={v}" for k, v in res["estimate_1m"].items()
+                                                            if k not in ("turns", "estimated")))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--keep", metavar="DIR", help="build each size's store in DIR/<size> and reuse it on later runs")
+    ap.add_argument("--build-only", action="store_true", help="with --keep: build the stores, time nothing")
+    a = ap.parse_args(argv)
+    sizes = [int(s) for s in a.sizes.split(",")]
+    if a.build_only:
+        if not a.keep:
+            ap.error("--build-only needs --keep DIR")
+        for n in sizes:
+            home = os.path.join(a.keep, str(n))
+            if not Path(home, "built.json").exists():
+                built = build(home, n, resolve_model(a.model), lambda m: print(m, file=sys.stderr))
+                Path(home, "built.json").write_text(json.dumps(built))
+        return 0
+    res = run(sizes, queries=a.queries, model=a.model, progress=lambda m: print(m, file=sys.stderr), keep=a.keep)
+    print(json.dumps(res, indent=1) if a.json else render(res))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
