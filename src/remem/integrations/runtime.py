@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..agent_text import safe_tree
 from ..agents import canonical_agent
 from ..model import ToolCall, TurnIn
 from . import log, protocol, render, resume, state, transcript
@@ -136,6 +137,13 @@ def _fallback_answer(ev: Event | None) -> str:
     return ""
 
 
+def _int(value: Any, default: int, most: int) -> int:
+    try:
+        return max(1, min(most, int(value)))
+    except (TypeError, ValueError):
+        return default
+
+
 def turn_key(ev: Event, prompt: str, started: float) -> str:
     if ev.turn_id:
         return ev.turn_id
@@ -190,7 +198,7 @@ class Handler:
             return ""
         if not (self.b.config.values.get("hooks") or {}).get("session_digest", True):
             return ""
-        items = [t for t in self.b.recent(self.ev.cwd, limit=DIGEST_ITEMS + 1)
+        items = [t for t in self.b.recent(self.ev.cwd, limit=DIGEST_ITEMS + 1, as_agent=self.ev.agent)
                  if t.get("session_id") != self.ev.session_id][:DIGEST_ITEMS]
         return self.answer(render.session_digest(items, self.ev.cwd))
 
@@ -218,7 +226,7 @@ class Handler:
                 action = self._shared_pick(st, now)
             if action is not None:
                 st["pending"] = {"skip": True, "started_at": now}
-                text = resume.handle(self.b, action, st, ev.cwd, now)
+                text = resume.handle(self.b, action, st, ev.cwd, now, as_agent=ev.agent)
                 # Cursor cannot add context: show the list to the user; a pick goes through the skill
                 return self.answer(text, show_user=True)
             st.pop("resume", None)
@@ -277,7 +285,7 @@ class Handler:
             return (f"`{render.escape(tool.name)}` failed {streak} times in a row ({render.escape(head)}). "
                     "Past episodes with the same failure and what fixed them:\n" + packet)
         query = " ".join([tool.name, *sigs]) if sigs else f"{tool.name} {render.first_line(tool.output, 200)}"
-        items = [it for it in self.b.search(query, k=4)
+        items = [it for it in self.b.search(query, k=4, as_agent=self.ev.agent)
                  if it.get("session_id") != self.ev.session_id][:3]
         return render.repair_note(tool.name, sigs[0] if sigs else tool.output, items)
 
@@ -323,11 +331,11 @@ class Handler:
         a = self.ev.args
         op = self.ev.op
         if op == "search":
-            items = self.b.search(str(a.get("query") or ""), k=int(a.get("k") or 5),
-                                  project=a.get("project") or None)
-            return self.answer("", results=items)
+            items = self.b.search(str(a.get("query") or ""), k=_int(a.get("k"), 5, 50),
+                                  project=str(a.get("project") or "") or None, as_agent=self.ev.agent)
+            return self.answer("", results=safe_tree(items))
         if op == "get":
-            return self.answer("", memory=self.b.get(str(a.get("id") or "")))
+            return self.answer("", memory=safe_tree(self.b.get(str(a.get("id") or ""), as_agent=self.ev.agent)))
         if op == "add":
             res = self.b.add(str(a.get("text") or ""), agent=self.ev.agent, project=self.ev.cwd,
                              session=self.ev.session_id)
@@ -336,7 +344,7 @@ class Handler:
             sid = self.ev.session_id if self.ev.agent not in SHARED_RESUME_AGENTS else SHARED
             with state.session_state(self.home, self.ev.agent, sid) as st:
                 action = resume.parse(f"/remem-resume {a.get('query') or ''}", st)
-                text = resume.handle(self.b, action or ("query", ""), st, self.ev.cwd)
+                text = resume.handle(self.b, action or ("query", ""), st, self.ev.cwd, as_agent=self.ev.agent)
             return self.answer("", context=text)
         return self.answer("", error=f"unknown operation {op!r}")
 
