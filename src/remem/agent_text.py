@@ -39,7 +39,7 @@ _INVISIBLE = re.compile(
     "\u200b-\u200f\u202a-\u202e\u2060-\u206f"              # zero-width, marks, bidi, invisible ops
     "\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb"   # blank braille, fillers, VS1-16, BOM
     "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
-    "\U000e0000-\U000e007f\U000e0100-\U000e01ef"           # tag characters, VS17-256
+    "\U000e0000-\U000e0fff"                               # tag characters, VS17-256, reserved
     "\ud800-\udfff"                                        # lone surrogates
     "]")
 # '<' or a look-alike that starts something tag-like: spaces and '/' allowed, then a letter,
