@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from ..agent_text import attr, safe
+from ..recall.packet import relative_age
 
 MAX_EPISODE_CHARS = 9_000      # ~2.3k tokens; Claude Code passes ~10k chars of context whole
 MAX_FIELD_CHARS = 1_500
@@ -38,15 +39,10 @@ def when_of(row: dict[str, Any]) -> float | None:
 
 
 def age(ts: float | None, now: float | None = None) -> str:
+    """How long ago, in the packet's words ("3 days ago", "17 months ago")."""
     if not ts:
         return "unknown time"
-    d = max(0.0, (now or time.time()) - float(ts))
-    for unit, secs in (("year", 365 * 86400), ("month", 30 * 86400), ("week", 7 * 86400),
-                       ("day", 86400), ("hour", 3600), ("minute", 60)):
-        if d >= secs:
-            n = int(d // secs)
-            return f"{n} {unit}{'s' if n > 1 else ''} ago"
-    return "just now"
+    return relative_age((now or time.time()) - float(ts))
 
 
 def first_line(text: str, limit: int = 100) -> str:

@@ -3,7 +3,9 @@
 ``/remem-resume <query>`` lists candidates (one per session: agent, project, when, first line);
 the user answers ``1``–``5`` (bare, right after the list, or as ``/remem-resume 3``) and the
 whole episode — every turn of that session — comes back as continuation context. The list is
-kept in the session's hook state between the two prompts.
+kept in the session's hook state between the two prompts, and outlives SessionEnd for its pick
+window (``claude -p '/remem-resume x'`` then ``claude -p '1' --continue``). Neither the command
+nor the pick is ever stored as a turn.
 """
 
 from __future__ import annotations
@@ -35,10 +37,20 @@ def parse(prompt: str, state: dict[str, Any], now: float | None = None) -> tuple
             return ("pick", p.group(1))
         return ("query", arg)
     p = _PICK.match(prompt or "")
-    last = state.get("resume") or {}
-    if p and last.get("candidates") and (now or time.time()) - float(last.get("ts", 0)) < PICK_WINDOW:
+    if p and still_open(state, now):
         return ("pick", p.group(1))
     return None
+
+
+def is_pick(prompt: str) -> bool:
+    """A bare 1-9 (``2``, ``#2``, ``2.``): a pick, when a list was just shown."""
+    return bool(_PICK.match(prompt or ""))
+
+
+def still_open(state: dict[str, Any], now: float | None = None) -> bool:
+    """The state holds a candidate list inside its pick window."""
+    last = state.get("resume") or {}
+    return bool(last.get("candidates")) and (now or time.time()) - float(last.get("ts", 0)) < PICK_WINDOW
 
 
 def candidates(backend: Backend, query: str, project: str, *, as_agent: str) -> list[dict[str, Any]]:

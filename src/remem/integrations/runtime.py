@@ -34,6 +34,7 @@ SESSION_CONTEXT_AGENTS = ("claude-code", "codex")   # Gemini prepends it to the 
 # their candidate list is kept agent-wide, and a bare 1-5 at the next prompt of any session picks
 SHARED_RESUME_AGENTS = ("hermes", "openclaw")
 SHARED = "*"
+HANDOFF = "*ended*"   # the /remem-resume list of a session that ended inside its pick window
 
 
 
@@ -203,9 +204,16 @@ class Handler:
         return self.answer(render.session_digest(items, self.ev.cwd))
 
     def on_session_end(self) -> str:
+        now = time.time()
         with self.state() as st:
             self._close_open_turn(st, "cancelled")
+            listed = st.get("resume") if resume.still_open(st, now) else None
             st.clear()
+        if listed:
+            # the list outlives the session for its pick window, agent-wide for this project:
+            # `claude -p '/remem-resume x'` then `claude -p '1' --continue` (whatever session id)
+            with state.session_state(self.home, self.ev.agent, HANDOFF) as h:
+                h["resume"] = {**listed, "cwd": self.ev.cwd}
         with contextlib.suppress(OSError):
             state.state_path(self.home, self.ev.agent, self.ev.session_id).unlink()
         return ""
@@ -223,7 +231,9 @@ class Handler:
             self._close_open_turn(st, "cancelled")
             action = resume.parse(ev.prompt, st, now)
             if action is None and ev.agent in SHARED_RESUME_AGENTS:
-                action = self._shared_pick(st, now)
+                action = self._shared_pick(st, now, SHARED)
+            if action is None and not st.get("last") and not st.get("resume"):
+                action = self._shared_pick(st, now, HANDOFF)   # a list an ended session left here
             if action is not None:
                 st["pending"] = {"skip": True, "started_at": now}
                 text = resume.handle(self.b, action, st, ev.cwd, now, as_agent=ev.agent)
@@ -372,9 +382,15 @@ class Handler:
                           status=delta.status or status)
         self.b.capture([turn])
 
-    def _shared_pick(self, st: dict[str, Any], now: float) -> tuple[str, str] | None:
-        """A bare 1-5 answering a list that a /remem-resume command left agent-wide."""
-        with state.session_state(self.home, self.ev.agent, SHARED) as shared:
+    def _shared_pick(self, st: dict[str, Any], now: float, where: str) -> tuple[str, str] | None:
+        """A bare 1-5 answering a list left agent-wide: by a /remem-resume command outside the
+        prompt path (``SHARED``), or by a session that ended in this project (``HANDOFF``)."""
+        if not resume.is_pick(self.ev.prompt):
+            return None
+        with state.session_state(self.home, self.ev.agent, where) as shared:
+            listed = shared.get("resume") or {}
+            if where == HANDOFF and listed.get("cwd") != self.ev.cwd:
+                return None
             action = resume.parse(self.ev.prompt, shared, now)
             if action is not None:
                 st["resume"] = shared.pop("resume")
