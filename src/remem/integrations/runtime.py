@@ -27,6 +27,7 @@ from . import log, protocol, render, resume, state, transcript
 from .backend import DEFAULT_TIMEOUT, MAX_TIMEOUT, Backend
 from .events import Event, normalize
 
+MAX_QUERY_CHARS = 8_000    # of a prompt that recall searches for (head and tail of a huge paste)
 REPAIR_AFTER = 2           # consecutive failures of one tool before the repair recall runs
 DIGEST_ITEMS = 5           # turns listed in the session-start project digest
 SESSION_CONTEXT_AGENTS = ("claude-code", "codex")   # Gemini prepends it to the prompt: skip there
@@ -112,6 +113,21 @@ def run(agent: str, event: str, data: bytes, *, home: str | os.PathLike[str] | N
                 handler.close()
 
 
+def no_input(agent: str, event: str, seconds: float, *, home: str | os.PathLike[str] | None = None) -> str:
+    """The agent kept stdin open without sending a whole JSON payload: log it, let it go on."""
+    from .. import config as configmod
+
+    try:
+        home_path = configmod.home_dir(home) if home is not None else Path(os.environ.get("REMEM_HOME") or
+                                                                               Path.home() / ".remem")
+        log.write(home_path, "warn", f"{agent} {event}: no complete input on stdin within {seconds:g}s; "
+                  "did nothing")
+        ev = normalize(canonical_agent(agent), event, {})
+    except Exception:  # noqa: BLE001 - fail open
+        return ""
+    return _fallback_answer(ev)
+
+
 def budget_seconds(env: dict[str, str]) -> float:
     """The whole call's hard limit: two daemon timeouts plus slack, always under the agents' 60 s."""
     try:
@@ -143,6 +159,14 @@ def _int(value: Any, default: int, most: int) -> int:
         return max(1, min(most, int(value)))
     except (TypeError, ValueError):
         return default
+
+
+def recall_query(prompt: str, limit: int = MAX_QUERY_CHARS) -> str:
+    """What recall searches for: the prompt, or the head and tail of a huge paste (the question is
+    usually at one end; searching 20 MB of log would cost seconds per megabyte)."""
+    if len(prompt) <= limit:
+        return prompt
+    return prompt[: limit * 3 // 4] + "\n…\n" + prompt[-(limit // 4):]
 
 
 def turn_key(ev: Event, prompt: str, started: float) -> str:
@@ -240,16 +264,25 @@ class Handler:
                 # Cursor cannot add context: show the list to the user; a pick goes through the skill
                 return self.answer(text, show_user=True)
             st.pop("resume", None)
-            st["pending"] = {"prompt": ev.prompt, "started_at": now, "key": turn_key(ev, ev.prompt, now),
-                             "offset": transcript.size_of(ev.transcript_path),
-                             "transcript_path": ev.transcript_path, "cwd": ev.cwd, "model": ev.model}
+            size, most = len(ev.prompt.encode("utf-8", "replace")), int(self.b.config.get("ingest.max_turn_bytes"))
+            if size > most:
+                # the pipeline skips such a turn whole (never truncated): do not carry it through
+                # the state file and the daemon only to have it dropped there
+                st["pending"] = {"skip": True, "started_at": now, "oversize": size}
+                self._note(f"request of {size:,} bytes is over ingest.max_turn_bytes ({most:,}): "
+                           "recalled for, not stored (skipped_oversize)")
+            else:
+                st["pending"] = {"prompt": ev.prompt, "started_at": now, "key": turn_key(ev, ev.prompt, now),
+                                 "offset": transcript.size_of(ev.transcript_path),
+                                 "transcript_path": ev.transcript_path, "cwd": ev.cwd, "model": ev.model}
             st["tools"] = []
             st["fails"] = {}
             st.pop("reply", None)
             pending = dict(st["pending"])
-        packet = self.b.recall(ev.prompt, agent=ev.agent, project=ev.cwd, session_id=ev.session_id)
-        # store the request now, so a turn the agent never finishes is not lost
-        self.b.capture([self._turn(pending, reply="", tools=[], status="cancelled", open_=True)])
+        packet = self.b.recall(recall_query(ev.prompt), agent=ev.agent, project=ev.cwd, session_id=ev.session_id)
+        if not pending.get("skip"):
+            # store the request now, so a turn the agent never finishes is not lost
+            self.b.capture([self._turn(pending, reply="", tools=[], status="cancelled", open_=True)])
         return self.answer(render.with_request(str(packet.get("text") or ""), ev.prompt))
 
     def on_response(self) -> str:
