@@ -209,6 +209,23 @@ def test_hostile_memories_through_every_hook_channel(hostile):
     check_text(pick["context"], "op resume episode")
 
 
+def test_hostile_memories_through_the_daemon_path(hostile, remem_home):
+    """The packet the daemon renders and the search it answers, as the hook hands them on."""
+    from remem.server.testing import Daemon
+
+    with Daemon(remem_home) as d:
+        env = {"REMEM_PORT": str(d.port)}
+        out = ctx(hook("codex", "UserPromptSubmit", {"cwd": PROJECT, "session_id": "d1",
+                                                     "prompt": "how do we deploy the billing service to staging?"},
+                       env))
+        found = json.loads(hook("opencode", "search", {"query": "billing deploy staging", "k": 10}, env))
+    assert "billing" in out and found["results"]
+    check_text(out, "daemon packet")
+    check_tree(found, "daemon op search")
+    log = (remem_home / "logs" / "hooks.log").read_text()
+    assert "kind=turn_start via=daemon" in log and "kind=op via=daemon" in log
+
+
 def test_hostile_memories_through_the_core_resume_list(hostile):
     r = run_cli("recall", "--entry", "resume", "billing deploy", "--json")
     if r.returncode != 0:
