@@ -15,13 +15,13 @@ import os
 import sys
 
 USAGE = "usage: python -m remem.hook [--home DIR] AGENT EVENT  (hook JSON on stdin)\n"
-STDIN_SECONDS = 5.0   # at most this long for the agent to send its JSON (less if REMEM_HOOK_TIMEOUT is)
+STDIN_SECONDS = 5.0   # at most this long for the agent to send its JSON (REMEM_HOOK_TIMEOUT if shorter, ≥ 1 s)
 IDLE_SECONDS = 0.25   # stdin left open: a whole JSON document followed by this much silence is the input
 
 
 def stdin_seconds(env: dict[str, str] | os._Environ[str]) -> float:
     try:
-        return max(0.05, min(STDIN_SECONDS, float(env.get("REMEM_HOOK_TIMEOUT") or STDIN_SECONDS)))
+        return max(1.0, min(STDIN_SECONDS, float(env.get("REMEM_HOOK_TIMEOUT") or STDIN_SECONDS)))
     except ValueError:
         return STDIN_SECONDS
 
