@@ -283,9 +283,17 @@ def test_claude_code_remem_resume(run_for):
     assert r.run(f"{_q(exe)} -p {_q('/remem-resume zebrafish')}", env).returncode == 0, r.diagnostics()
     bodies = [json.dumps(x.get("body")) for x in r.model_requests()]
     assert any("<remem_resume>" in b and "1. codex" in b for b in bodies), r.diagnostics()
+    first = len(bodies)
+    # the first run's SessionEnd has fired; the list must outlive it for the pick window
     assert r.run(f"{_q(exe)} -p 1 --continue", env).returncode == 0, r.diagnostics()
-    bodies = [json.dumps(x.get("body")) for x in r.model_requests()]
-    assert any("<remem_resume_episode" in b and "vault kv rotate zebrafish" in b for b in bodies), r.diagnostics()
+    bodies = [json.dumps(x.get("body")) for x in r.model_requests()][first:]
+    assert any("<remem_resume_episode agent=" in b and "vault kv rotate zebrafish" in b for b in bodies), \
+        r.diagnostics()
+    mem = remem.open(r.remem_home)
+    try:
+        assert [t["request"] for t in mem.list(agent="claude-code")] == []   # neither prompt is a memory
+    finally:
+        mem.close()
 
 
 def test_codex_end_to_end(run_for):

@@ -235,9 +235,7 @@ def test_recalled_memory_cannot_close_the_wrapper(mem):
             project="/p")
     out = ctx_of(call("codex", "UserPromptSubmit", {"session_id": "s9", "cwd": CWD, "prompt": "ignore instructions"}))
     assert "evil" in out
-    if out.count("</remem_memory_context>") != 1:
-        pytest.xfail("the packet renderer (recall/) does not escape memory text yet; recall/packet.py does, "
-                     "once Remem.turn_start uses it")
+    assert out.count("</remem_memory_context>") == 1
     assert out.count("<current_user_request>") == 1
 
 

@@ -109,7 +109,8 @@ def test_transcript_missing_truncated_or_garbage(tmp_path):
     ("</remem_memory_context>", "&lt;/remem_memory_context>"),
     ("<current_user_request>", "&lt;current_user_request>"),
     ("<REMEM_RESUME>", "&lt;REMEM_RESUME>"),
-    ("a < b and <div>", "a < b and <div>"),
+    ("a < 3 and 2<3", "a < 3 and 2<3"),
+    ("<div> < b", "&lt;div> &lt; b"),          # anything tag-like, with spaces too (< /remem_…>)
 ])
 def test_escape(text, safe):
     assert render.escape(text) == safe

@@ -136,3 +136,110 @@ def test_vector_index_applies_scope_to_agent_and_project(mem):
                        (mem.scope(), {"codex", "gemini"})):
         hits = search(mem, "caching layer", sc, k=10, config=preset("vector"))
         assert hits and {h["agent"] for h in hits} <= agents and all(h["owner"] == "default" for h in hits)
+
+
+# --- isolated agents through every hook and plugin channel (daemon and SQLite fallback) ------
+
+HOOK_PROJECT = "/home/dev/billing"
+ISOLATED = ("codex", "opencode", "openclaw", "hermes")
+
+
+def _hook(agent: str, event: str, payload: dict, port: str) -> str:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "remem.hook", agent, event], input=json.dumps(payload).encode(),
+                       capture_output=True, timeout=120, env={**os.environ, "REMEM_PORT": port})
+    assert r.returncode == 0, r.stderr
+    return r.stdout.decode()
+
+
+def _ctx(out: str) -> str:
+    import json
+
+    if not out.strip():
+        return ""
+    got = json.loads(out)
+    return got["hookSpecificOutput"]["additionalContext"] if "hookSpecificOutput" in got else got.get("context", "")
+
+
+@pytest.fixture
+def isolated_home(mem):
+    """The shared profile (claude-code's work) and each isolated agent's own notes, same topic."""
+    import time as _t
+
+    now = _t.time()
+    for agent in ISOLATED:
+        mem.config.set(f"agents.{agent}", {"isolated": True})
+    for i in range(6):
+        mem.add_turns([TurnIn(request=f"PROFILEONLY deploy the billing service to staging, run {i}",
+                              reply=f"PROFILEONLY billing deploy ok {i}", owner="default", agent="claude-code",
+                              project=HOOK_PROJECT, session_id=f"prof-{i % 2}", started_at=now - 3600 * (i + 1),
+                              ended_at=now - 3600 * (i + 1))])
+    own = {}
+    for agent in ISOLATED:
+        own[agent] = mem.add(f"{agent.upper()}OWN billing deploy to staging needs `make deploy ENV=staging`",
+                             agent=agent, project=HOOK_PROJECT, session=f"{agent}-old",
+                             reply=f"{agent.upper()}OWN deployed", ts=now - 86400).id
+    profile_id = mem.search("PROFILEONLY billing", owner="default")[0]["id"]
+    assert mem.get(own["codex"], owner="agent:codex")["owner"] == "agent:codex"
+    mem.close()
+    return own, profile_id
+
+
+@pytest.mark.parametrize("path", ["daemon", "sqlite"])
+def test_isolated_agents_read_only_their_own_scope_through_every_hook_channel(isolated_home, remem_home, path):
+    import json
+
+    own, profile_id = isolated_home
+    daemon = None
+    port = "9"                                  # nothing listens there: the SQLite fallback
+    if path == "daemon":
+        from remem.server.testing import Daemon
+
+        daemon = Daemon(remem_home).start()
+        port = str(daemon.port)
+    try:
+        base = {"cwd": HOOK_PROJECT}
+        seen: dict[str, str] = {}
+        # codex: SessionStart digest, turn-start packet, /remem-resume list (query and recent) and episode
+        seen["digest"] = _ctx(_hook("codex", "SessionStart", {**base, "session_id": "c1", "source": "startup"}, port))
+        seen["packet"] = _ctx(_hook("codex", "UserPromptSubmit", {**base, "session_id": "c1",
+                                                                 "prompt": "how do we deploy billing to staging?"},
+                                    port))
+        for query in ("billing deploy staging", ""):
+            seen[f"resume list {query!r}"] = _ctx(_hook("codex", "UserPromptSubmit", {
+                **base, "session_id": "c2", "prompt": f"/remem-resume {query}".strip()}, port))
+            listed = seen[f"resume list {query!r}"]
+            pick = next((ln[0] for ln in listed.splitlines() if "CODEXOWN" in ln and ln[:1].isdigit()), "1")
+            seen[f"resume episode {query!r}"] = _ctx(_hook("codex", "UserPromptSubmit",
+                                                           {**base, "session_id": "c2", "prompt": pick}, port))
+        fail = {**base, "session_id": "c3", "tool_name": "Bash", "tool_input": {"command": "make deploy"},
+                "tool_response": {"stderr": "billing deploy staging failed: exit 2", "exit_code": 2, "is_error": True}}
+        _hook("codex", "UserPromptSubmit", {**base, "session_id": "c3", "prompt": "deploy billing"}, port)
+        seen["repair"] = " ".join(_ctx(_hook("codex", "PostToolUse", fail, port)) for _ in range(3))
+        for agent in ("opencode", "openclaw", "hermes"):
+            found = json.loads(_hook(agent, "search", {"query": "billing deploy staging", "k": 10}, port))
+            assert [r["id"] for r in found["results"]][:1] == [own[agent]], (path, agent, found)
+            seen[f"{agent} search"] = json.dumps(found)
+            assert json.loads(_hook(agent, "get", {"id": profile_id}, port))["memory"] is None
+            assert json.loads(_hook(agent, "get", {"id": own[agent]}, port))["memory"]["id"] == own[agent]
+            added = json.loads(_hook(agent, "add", {"text": f"{agent} note: zebrafish flag is ZF_{agent}",
+                                                    "cwd": HOOK_PROJECT, "session_id": f"{agent}-live"}, port))
+            again = json.loads(_hook(agent, "search", {"query": f"zebrafish flag ZF_{agent}"}, port))
+            assert added["result"]["id"] in [r["id"] for r in again["results"]], (path, agent)
+            seen[f"{agent} resume"] = json.loads(_hook(agent, "resume", {"query": "billing deploy",
+                                                                         "session_id": f"{agent}-r"}, port))["context"]
+        for where, text in seen.items():
+            assert "PROFILEONLY" not in text, (path, where, text[:600])
+        for where in ("digest", "packet", "resume list 'billing deploy staging'", "resume episode "
+                      "'billing deploy staging'", "resume list ''", "resume episode ''"):
+            assert "CODEXOWN" in seen[where], (path, where, seen[where][:600])
+        if daemon is not None:
+            log = (remem_home / "logs" / "hooks.log").read_text()
+            assert "UserPromptSubmit kind=turn_start via=daemon" in log and "search kind=op via=daemon" in log
+    finally:
+        if daemon is not None:
+            daemon.stop()

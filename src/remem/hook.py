@@ -1,7 +1,8 @@
 """The light entry point agents call: ``python …/remem/hook.py [--home DIR] AGENT EVENT``
 (``python -m remem.hook …`` works the same, a little slower).
 
-It reads the hook JSON on stdin, prints the agent's answer (or nothing) and always exits 0. Run as a
+It reads the hook JSON on stdin — with a deadline: an agent that never closes stdin costs at most
+a few seconds, then the hook fails open — prints the agent's answer (or nothing) and always exits 0. Run as a
 file, it makes ``remem`` a bare package before importing anything, so ``remem/__init__.py`` (which
 loads the whole core library) is not executed: the hook imports only the standard library and the
 modules it uses — no click, numpy, jieba, FastAPI or model. ``remem hook AGENT EVENT`` does the
@@ -14,6 +15,81 @@ import os
 import sys
 
 USAGE = "usage: python -m remem.hook [--home DIR] AGENT EVENT  (hook JSON on stdin)\n"
+STDIN_SECONDS = 5.0   # at most this long for the agent to send its JSON (REMEM_HOOK_TIMEOUT if shorter, ≥ 1 s)
+IDLE_SECONDS = 0.25   # stdin left open: a whole JSON document followed by this much silence is the input
+
+
+def stdin_seconds(env: dict[str, str] | os._Environ[str]) -> float:
+    try:
+        return max(1.0, min(STDIN_SECONDS, float(env.get("REMEM_HOOK_TIMEOUT") or STDIN_SECONDS)))
+    except ValueError:
+        return STDIN_SECONDS
+
+
+def read_input(stream: object, seconds: float) -> bytes | None:
+    """The hook's stdin, read with a deadline. Returns everything up to EOF; or, when the agent
+    leaves stdin open, what arrived once it is a whole JSON document and nothing more came for
+    IDLE_SECONDS; or None when neither happened within ``seconds`` (the caller fails open)."""
+    import json
+    import time
+
+    try:
+        if stream is None or stream.isatty():  # type: ignore[attr-defined]
+            return b""
+        fd = stream.fileno()  # type: ignore[attr-defined]
+    except (OSError, ValueError, AttributeError):
+        return b""
+    try:
+        import select
+
+        select.select([fd], [], [], 0)
+    except (ImportError, OSError, ValueError):   # no select() on this stream (Windows pipes)
+        return _read_in_thread(stream, seconds)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + seconds
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        ready, _, _ = select.select([fd], [], [], min(left, IDLE_SECONDS) if chunks else left)
+        if not ready:
+            if chunks and _whole_json(b"".join(chunks), json):
+                return b"".join(chunks)
+            continue
+        try:
+            got = os.read(fd, 1 << 20)
+        except OSError:
+            return b"".join(chunks)
+        if not got:
+            return b"".join(chunks)
+        chunks.append(got)
+    data = b"".join(chunks)
+    return data if data and _whole_json(data, json) else None
+
+
+def _whole_json(data: bytes, json: object) -> bool:
+    try:
+        json.loads(data)  # type: ignore[attr-defined]
+    except ValueError:
+        return False
+    return True
+
+
+def _read_in_thread(stream: object, seconds: float) -> bytes | None:
+    import threading
+
+    box: list[bytes] = []
+
+    def pull() -> None:
+        try:
+            box.append(stream.buffer.read())  # type: ignore[attr-defined]
+        except (OSError, ValueError):
+            box.append(b"")
+
+    t = threading.Thread(target=pull, daemon=True)
+    t.start()
+    t.join(seconds)
+    return box[0] if box else None
 
 
 def _bare_package() -> None:
@@ -39,13 +115,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(USAGE)
         return 0
     agent, event = args[0], args[1]
-    try:
-        data = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
-    except (OSError, ValueError):
-        data = b""
-    from remem.integrations.runtime import run
+    seconds = stdin_seconds(os.environ)
+    data = read_input(sys.stdin, seconds)
+    from remem.integrations.runtime import no_input, run
 
-    out = run(agent, event, data, home=home)
+    out = run(agent, event, data, home=home) if data is not None else no_input(agent, event, seconds, home=home)
     if out:
         try:
             sys.stdout.write(out if out.endswith("\n") else out + "\n")

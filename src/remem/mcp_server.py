@@ -3,7 +3,8 @@
 Every tool is scoped: reads see the owners the server was started for (an agent's own owner
 plus any ``read_owners`` from settings, or an explicit ``--owner``), writes and deletes touch
 only the write owner. The server talks to the core library directly, so it works with or
-without the daemon. Nothing but protocol frames goes to stdout.
+without the daemon. Nothing but protocol frames goes to stdout. Every string a tool returns goes
+through :func:`remem.agent_text.safe` (no tags, no invisible characters).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .agent_text import safe_tree
 from .core import Remem
 from .scope import Scope
 
@@ -49,17 +51,17 @@ class Tools:
             raise ValueError("query is empty")
         k = max(1, min(int(k), 50))
         hits = self.mem.search(query, scope=self.read_scope(project, agent), k=k, explain=True)
-        return {"query": query, "results": [
+        return safe_tree({"query": query, "results": [
             {"id": h["id"], "text": h["text"][:PREVIEW], "agent": h["agent"], "project": h["project"],
              "session_id": h["session_id"], "created_at": h["created_at"], "score": h["score"],
-             "why": sorted((h.get("details") or {}).get("channels", {}))} for h in hits]}
+             "why": sorted((h.get("details") or {}).get("channels", {}))} for h in hits]})
 
     def memory_get(self, id: str) -> dict[str, Any]:  # noqa: A002 - the tool's public parameter name
         """One whole memory by id: the request, the tool trajectory and the reply."""
         rec = self.mem.get(id, scope=self.read_scope())
         if rec is None:
             raise ValueError(f"no memory {id} in this scope")
-        return rec
+        return dict(safe_tree(rec))
 
     def memory_add(self, text: str, reply: str = "", project: str = "", session: str = "",
                    tags: list[str] | None = None) -> dict[str, Any]:
@@ -74,10 +76,10 @@ class Tools:
         """A session's memories in order (oldest first), to see how a piece of work unfolded."""
         limit = max(1, min(int(limit), 500))
         rows = self.mem.timeline(session_id, owner=list(self.read_scope().owners), limit=limit)
-        return {"session_id": session_id, "items": [
+        return safe_tree({"session_id": session_id, "items": [
             {"id": r["id"], "agent": r["agent"], "project": r["project"], "status": r["status"],
              "started_at": r["started_at"], "request": r["request"][:PREVIEW], "reply": r["reply"][:PREVIEW],
-             "tools": [a.get("name") for a in r.get("actions", [])][:20]} for r in rows]}
+             "tools": [a.get("name") for a in r.get("actions", [])][:20]} for r in rows]})
 
     def memory_forget(self, id: str) -> dict[str, Any]:  # noqa: A002
         """Delete one memory (and what was derived from it) for good: later imports of the agent's

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -20,13 +21,13 @@ def hook(ctx: click.Context, agent: str, event: str) -> None:
     Agents are wired to the lighter ``python -m remem.hook AGENT EVENT`` by ``remem hooks
     install``; this command does the same through the full CLI (for manual tests).
     """
-    from ..integrations.runtime import run
+    from ..hook import read_input, stdin_seconds
+    from ..integrations.runtime import no_input, run
 
-    try:
-        data = b"" if sys.stdin.isatty() else sys.stdin.buffer.read()
-    except (OSError, ValueError):
-        data = b""
-    out = run(agent, event, data, home=ctx.obj.get("home"))
+    seconds = stdin_seconds(os.environ)
+    data = read_input(sys.stdin, seconds)
+    home = ctx.obj.get("home")
+    out = run(agent, event, data, home=home) if data is not None else no_input(agent, event, seconds, home=home)
     if out:
         click.echo(out)
 

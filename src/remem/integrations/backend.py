@@ -99,12 +99,19 @@ class Backend:
         return got
 
     def owner_for(self, agent: str) -> str:
+        """Whose memory ``agent``'s turns are (its isolated owner, an explicit one, or the profile)."""
         s = self.config.agent_settings(agent)
         if s.get("owner"):
             return str(s["owner"])
         if s.get("isolated"):
             return f"agent:{agent}"
         return str(self.config.get("owner"))
+
+    def read_owners(self, agent: str) -> list[str]:
+        """Whose memory ``agent`` may read: its own owner plus its ``read_owners`` (as
+        ``Remem.scope(as_agent=…)`` computes it; every read of the hook takes this)."""
+        extra = self.config.agent_settings(agent).get("read_owners") or []
+        return list(dict.fromkeys([self.owner_for(agent), *(str(o) for o in extra)]))
 
     # -- operations ----------------------------------------------------------------------
     def recall(self, prompt: str, *, agent: str, project: str, session_id: str = "") -> dict[str, Any]:
@@ -132,17 +139,25 @@ class Backend:
         res = self.mem.add_turns(turns, live=True)
         return [r.to_dict() for r in res.results]
 
-    def search(self, query: str, *, k: int = 5, project: str | None = None, agent: str | None = None
+    def search(self, query: str, *, as_agent: str, k: int = 5, project: str | None = None
                ) -> list[dict[str, Any]]:
+        """Search as ``as_agent`` reads (its owners), on the daemon or the database."""
+        owners = self.read_owners(as_agent)
         try:
-            got = self._daemon("GET", "search", params={"q": query, "k": k, "project": project, "agent": agent})
+            got = self._daemon("GET", "search", params={"q": query, "k": k, "project": project,
+                                                        "owner": ",".join(owners)})
             items = got.get("results", got.get("items")) if isinstance(got, dict) else got
             if isinstance(items, list):
-                return items
+                return [it for it in items if not isinstance(it, dict) or it.get("owner", owners[0]) in owners]
         except DaemonUnavailable:
             pass
         self.via = "local"
-        return self.mem.search(query, k=k, project=project, agent=agent)
+        return self.mem.search(query, k=k, scope=self._scope(as_agent, project=project))
+
+    def _scope(self, agent: str, project: str | None = None) -> Any:
+        from ..scope import Scope
+
+        return Scope.of(self.read_owners(agent), project=project or None)
 
     def repair(self, error: str, *, tool: str, agent: str) -> str | None:
         """The recall engine's repair packet (same error signature first, with what fixed it), or
@@ -155,27 +170,28 @@ class Backend:
         if fn is None:
             return None
         self.via = "local"
-        got = fn(self.mem, error, self.mem.scope(as_agent=agent), tool=tool)
+        got = fn(self.mem, error, self._scope(agent), tool=tool)
         return str(got.get("text") or "") if isinstance(got, dict) else None
 
-    def get(self, memory_id: str) -> dict[str, Any] | None:
+    def get(self, memory_id: str, *, as_agent: str) -> dict[str, Any] | None:
         self.via = "local"     # exact reads are cheap and consistent straight from SQLite (WAL)
-        return self.mem.get(memory_id)
+        return self.mem.get(memory_id, scope=self._scope(as_agent))
 
-    def timeline(self, session_id: str, limit: int = 200) -> list[dict[str, Any]]:
+    def timeline(self, session_id: str, *, as_agent: str, limit: int = 200) -> list[dict[str, Any]]:
         self.via = "local"
-        return self.mem.timeline(session_id, limit=limit)
+        return self.mem.timeline(session_id, owner=self.read_owners(as_agent), limit=limit)
 
-    def recent(self, project: str, limit: int = 5) -> list[dict[str, Any]]:
+    def recent(self, project: str, *, as_agent: str, limit: int = 5) -> list[dict[str, Any]]:
         self.via = "local"
-        return self.mem.list(project=project or None, limit=limit)
+        return self.mem.list(owner=self.read_owners(as_agent), project=project or None, limit=limit)
 
     def add(self, text: str, *, agent: str, project: str = "", session: str = "",
             tags: list[str] | None = None) -> dict[str, Any]:
-        """A note the agent chose to remember (the ``remem_memory_add`` tool)."""
+        """A note the agent chose to remember (the ``remem_memory_add`` tool), in its own owner."""
         self.via = "local"
-        return self.mem.add(text, agent=agent, project=project, session=session,
+        return self.mem.add(text, owner=self.owner_for(agent), agent=agent, project=project, session=session,
                             tags=tags or ["note"]).to_dict()
+
 
 def tool_dicts(tools: list[ToolCall]) -> list[dict[str, Any]]:
     return [t.to_dict() for t in tools]

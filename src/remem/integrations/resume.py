@@ -3,7 +3,9 @@
 ``/remem-resume <query>`` lists candidates (one per session: agent, project, when, first line);
 the user answers ``1``–``5`` (bare, right after the list, or as ``/remem-resume 3``) and the
 whole episode — every turn of that session — comes back as continuation context. The list is
-kept in the session's hook state between the two prompts.
+kept in the session's hook state between the two prompts, and outlives SessionEnd for its pick
+window (``claude -p '/remem-resume x'`` then ``claude -p '1' --continue``). Neither the command
+nor the pick is ever stored as a turn.
 """
 
 from __future__ import annotations
@@ -35,23 +37,34 @@ def parse(prompt: str, state: dict[str, Any], now: float | None = None) -> tuple
             return ("pick", p.group(1))
         return ("query", arg)
     p = _PICK.match(prompt or "")
-    last = state.get("resume") or {}
-    if p and last.get("candidates") and (now or time.time()) - float(last.get("ts", 0)) < PICK_WINDOW:
+    if p and still_open(state, now):
         return ("pick", p.group(1))
     return None
 
 
-def candidates(backend: Backend, query: str, project: str) -> list[dict[str, Any]]:
-    """Distinct past episodes (sessions) for ``query``, or the latest in ``project`` if empty."""
+def is_pick(prompt: str) -> bool:
+    """A bare 1-9 (``2``, ``#2``, ``2.``): a pick, when a list was just shown."""
+    return bool(_PICK.match(prompt or ""))
+
+
+def still_open(state: dict[str, Any], now: float | None = None) -> bool:
+    """The state holds a candidate list inside its pick window."""
+    last = state.get("resume") or {}
+    return bool(last.get("candidates")) and (now or time.time()) - float(last.get("ts", 0)) < PICK_WINDOW
+
+
+def candidates(backend: Backend, query: str, project: str, *, as_agent: str) -> list[dict[str, Any]]:
+    """Distinct past episodes (sessions) ``as_agent`` may read for ``query``, or the latest in
+    ``project`` if empty. ``when`` is when the work happened (not when remem imported it)."""
     if query:
-        hits = backend.search(query, k=25)
+        hits = backend.search(query, k=25, as_agent=as_agent)
         rows = [{"id": h.get("id"), "agent": h.get("agent"), "project": h.get("project"),
-                 "session_id": h.get("session_id"), "when": h.get("updated_at") or h.get("created_at"),
+                 "session_id": h.get("session_id"), "when": render.when_of(h),
                  "title": h.get("text", "")} for h in hits]
     else:
-        recent = backend.recent(project, limit=25)
+        recent = backend.recent(project, limit=25, as_agent=as_agent)
         rows = [{"id": r.get("id"), "agent": r.get("agent"), "project": r.get("project"),
-                 "session_id": r.get("session_id"), "when": r.get("ended_at") or r.get("created_at"),
+                 "session_id": r.get("session_id"), "when": render.when_of(r),
                  "title": r.get("request", "")} for r in recent]
     out: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
@@ -66,23 +79,23 @@ def candidates(backend: Backend, query: str, project: str) -> list[dict[str, Any
     return out
 
 
-def episode(backend: Backend, cand: dict[str, Any]) -> list[dict[str, Any]]:
+def episode(backend: Backend, cand: dict[str, Any], *, as_agent: str) -> list[dict[str, Any]]:
     sid = cand.get("session_id")
     if sid:
-        turns = [t for t in backend.timeline(str(sid)) if t.get("agent") == cand.get("agent")]
+        turns = [t for t in backend.timeline(str(sid), as_agent=as_agent) if t.get("agent") == cand.get("agent")]
         if turns:
             return turns
-    one = backend.get(str(cand.get("id")))
+    one = backend.get(str(cand.get("id")), as_agent=as_agent)
     return [one] if one else []
 
 
 def handle(backend: Backend, action: tuple[str, str], state: dict[str, Any], project: str,
-           now: float | None = None) -> str:
+           now: float | None = None, *, as_agent: str) -> str:
     """Run a parsed resume request; updates ``state["resume"]``; returns the context text."""
     kind, arg = action
     now = now or time.time()
     if kind == "query":
-        cands = candidates(backend, arg, project)
+        cands = candidates(backend, arg, project, as_agent=as_agent)
         state["resume"] = {"query": arg, "candidates": cands, "ts": now}
         return render.resume_candidates(arg, cands, now)
     cands = (state.get("resume") or {}).get("candidates") or []
@@ -92,4 +105,4 @@ def handle(backend: Backend, action: tuple[str, str], state: dict[str, Any], pro
                 "first, then answer with one of the listed numbers.\n</remem_resume>")
     cand = cands[n - 1]
     state.pop("resume", None)
-    return render.resume_episode(cand, episode(backend, cand), now)
+    return render.resume_episode(cand, episode(backend, cand, as_agent=as_agent), now)

@@ -20,12 +20,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..agent_text import safe_tree
 from ..agents import canonical_agent
 from ..model import ToolCall, TurnIn
 from . import log, protocol, render, resume, state, transcript
 from .backend import DEFAULT_TIMEOUT, MAX_TIMEOUT, Backend
 from .events import Event, normalize
 
+MAX_QUERY_CHARS = 8_000    # of a prompt that recall searches for (head and tail of a huge paste)
 REPAIR_AFTER = 2           # consecutive failures of one tool before the repair recall runs
 DIGEST_ITEMS = 5           # turns listed in the session-start project digest
 SESSION_CONTEXT_AGENTS = ("claude-code", "codex")   # Gemini prepends it to the prompt: skip there
@@ -33,6 +35,7 @@ SESSION_CONTEXT_AGENTS = ("claude-code", "codex")   # Gemini prepends it to the 
 # their candidate list is kept agent-wide, and a bare 1-5 at the next prompt of any session picks
 SHARED_RESUME_AGENTS = ("hermes", "openclaw")
 SHARED = "*"
+HANDOFF = "*ended*"   # the /remem-resume list of a session that ended inside its pick window
 
 
 
@@ -110,6 +113,21 @@ def run(agent: str, event: str, data: bytes, *, home: str | os.PathLike[str] | N
                 handler.close()
 
 
+def no_input(agent: str, event: str, seconds: float, *, home: str | os.PathLike[str] | None = None) -> str:
+    """The agent kept stdin open without sending a whole JSON payload: log it, let it go on."""
+    from .. import config as configmod
+
+    try:
+        home_path = configmod.home_dir(home) if home is not None else Path(os.environ.get("REMEM_HOME") or
+                                                                               Path.home() / ".remem")
+        log.write(home_path, "warn", f"{agent} {event}: no complete input on stdin within {seconds:g}s; "
+                  "did nothing")
+        ev = normalize(canonical_agent(agent), event, {})
+    except Exception:  # noqa: BLE001 - fail open
+        return ""
+    return _fallback_answer(ev)
+
+
 def budget_seconds(env: dict[str, str]) -> float:
     """The whole call's hard limit: two daemon timeouts plus slack, always under the agents' 60 s."""
     try:
@@ -134,6 +152,21 @@ def _fallback_answer(ev: Event | None) -> str:
     if ev is not None and ev.agent == "cursor" and ev.kind == "turn_start":
         return json.dumps({"continue": True})
     return ""
+
+
+def _int(value: Any, default: int, most: int) -> int:
+    try:
+        return max(1, min(most, int(value)))
+    except (TypeError, ValueError):
+        return default
+
+
+def recall_query(prompt: str, limit: int = MAX_QUERY_CHARS) -> str:
+    """What recall searches for: the prompt, or the head and tail of a huge paste (the question is
+    usually at one end; searching 20 MB of log would cost seconds per megabyte)."""
+    if len(prompt) <= limit:
+        return prompt
+    return prompt[: limit * 3 // 4] + "\n…\n" + prompt[-(limit // 4):]
 
 
 def turn_key(ev: Event, prompt: str, started: float) -> str:
@@ -190,14 +223,21 @@ class Handler:
             return ""
         if not (self.b.config.values.get("hooks") or {}).get("session_digest", True):
             return ""
-        items = [t for t in self.b.recent(self.ev.cwd, limit=DIGEST_ITEMS + 1)
+        items = [t for t in self.b.recent(self.ev.cwd, limit=DIGEST_ITEMS + 1, as_agent=self.ev.agent)
                  if t.get("session_id") != self.ev.session_id][:DIGEST_ITEMS]
         return self.answer(render.session_digest(items, self.ev.cwd))
 
     def on_session_end(self) -> str:
+        now = time.time()
         with self.state() as st:
             self._close_open_turn(st, "cancelled")
+            listed = st.get("resume") if resume.still_open(st, now) else None
             st.clear()
+        if listed:
+            # the list outlives the session for its pick window, agent-wide for this project:
+            # `claude -p '/remem-resume x'` then `claude -p '1' --continue` (whatever session id)
+            with state.session_state(self.home, self.ev.agent, HANDOFF) as h:
+                h["resume"] = {**listed, "cwd": self.ev.cwd}
         with contextlib.suppress(OSError):
             state.state_path(self.home, self.ev.agent, self.ev.session_id).unlink()
         return ""
@@ -215,23 +255,34 @@ class Handler:
             self._close_open_turn(st, "cancelled")
             action = resume.parse(ev.prompt, st, now)
             if action is None and ev.agent in SHARED_RESUME_AGENTS:
-                action = self._shared_pick(st, now)
+                action = self._shared_pick(st, now, SHARED)
+            if action is None and not st.get("last") and not st.get("resume"):
+                action = self._shared_pick(st, now, HANDOFF)   # a list an ended session left here
             if action is not None:
                 st["pending"] = {"skip": True, "started_at": now}
-                text = resume.handle(self.b, action, st, ev.cwd, now)
+                text = resume.handle(self.b, action, st, ev.cwd, now, as_agent=ev.agent)
                 # Cursor cannot add context: show the list to the user; a pick goes through the skill
                 return self.answer(text, show_user=True)
             st.pop("resume", None)
-            st["pending"] = {"prompt": ev.prompt, "started_at": now, "key": turn_key(ev, ev.prompt, now),
-                             "offset": transcript.size_of(ev.transcript_path),
-                             "transcript_path": ev.transcript_path, "cwd": ev.cwd, "model": ev.model}
+            size, most = len(ev.prompt.encode("utf-8", "replace")), int(self.b.config.get("ingest.max_turn_bytes"))
+            if size > most:
+                # the pipeline skips such a turn whole (never truncated): do not carry it through
+                # the state file and the daemon only to have it dropped there
+                st["pending"] = {"skip": True, "started_at": now, "oversize": size}
+                self._note(f"request of {size:,} bytes is over ingest.max_turn_bytes ({most:,}): "
+                           "recalled for, not stored (skipped_oversize)")
+            else:
+                st["pending"] = {"prompt": ev.prompt, "started_at": now, "key": turn_key(ev, ev.prompt, now),
+                                 "offset": transcript.size_of(ev.transcript_path),
+                                 "transcript_path": ev.transcript_path, "cwd": ev.cwd, "model": ev.model}
             st["tools"] = []
             st["fails"] = {}
             st.pop("reply", None)
             pending = dict(st["pending"])
-        packet = self.b.recall(ev.prompt, agent=ev.agent, project=ev.cwd, session_id=ev.session_id)
-        # store the request now, so a turn the agent never finishes is not lost
-        self.b.capture([self._turn(pending, reply="", tools=[], status="cancelled", open_=True)])
+        packet = self.b.recall(recall_query(ev.prompt), agent=ev.agent, project=ev.cwd, session_id=ev.session_id)
+        if not pending.get("skip"):
+            # store the request now, so a turn the agent never finishes is not lost
+            self.b.capture([self._turn(pending, reply="", tools=[], status="cancelled", open_=True)])
         return self.answer(render.with_request(str(packet.get("text") or ""), ev.prompt))
 
     def on_response(self) -> str:
@@ -277,7 +328,7 @@ class Handler:
             return (f"`{render.escape(tool.name)}` failed {streak} times in a row ({render.escape(head)}). "
                     "Past episodes with the same failure and what fixed them:\n" + packet)
         query = " ".join([tool.name, *sigs]) if sigs else f"{tool.name} {render.first_line(tool.output, 200)}"
-        items = [it for it in self.b.search(query, k=4)
+        items = [it for it in self.b.search(query, k=4, as_agent=self.ev.agent)
                  if it.get("session_id") != self.ev.session_id][:3]
         return render.repair_note(tool.name, sigs[0] if sigs else tool.output, items)
 
@@ -323,11 +374,11 @@ class Handler:
         a = self.ev.args
         op = self.ev.op
         if op == "search":
-            items = self.b.search(str(a.get("query") or ""), k=int(a.get("k") or 5),
-                                  project=a.get("project") or None)
-            return self.answer("", results=items)
+            items = self.b.search(str(a.get("query") or ""), k=_int(a.get("k"), 5, 50),
+                                  project=str(a.get("project") or "") or None, as_agent=self.ev.agent)
+            return self.answer("", results=safe_tree(items))
         if op == "get":
-            return self.answer("", memory=self.b.get(str(a.get("id") or "")))
+            return self.answer("", memory=safe_tree(self.b.get(str(a.get("id") or ""), as_agent=self.ev.agent)))
         if op == "add":
             res = self.b.add(str(a.get("text") or ""), agent=self.ev.agent, project=self.ev.cwd,
                              session=self.ev.session_id)
@@ -336,7 +387,7 @@ class Handler:
             sid = self.ev.session_id if self.ev.agent not in SHARED_RESUME_AGENTS else SHARED
             with state.session_state(self.home, self.ev.agent, sid) as st:
                 action = resume.parse(f"/remem-resume {a.get('query') or ''}", st)
-                text = resume.handle(self.b, action or ("query", ""), st, self.ev.cwd)
+                text = resume.handle(self.b, action or ("query", ""), st, self.ev.cwd, as_agent=self.ev.agent)
             return self.answer("", context=text)
         return self.answer("", error=f"unknown operation {op!r}")
 
@@ -364,9 +415,15 @@ class Handler:
                           status=delta.status or status)
         self.b.capture([turn])
 
-    def _shared_pick(self, st: dict[str, Any], now: float) -> tuple[str, str] | None:
-        """A bare 1-5 answering a list that a /remem-resume command left agent-wide."""
-        with state.session_state(self.home, self.ev.agent, SHARED) as shared:
+    def _shared_pick(self, st: dict[str, Any], now: float, where: str) -> tuple[str, str] | None:
+        """A bare 1-5 answering a list left agent-wide: by a /remem-resume command outside the
+        prompt path (``SHARED``), or by a session that ended in this project (``HANDOFF``)."""
+        if not resume.is_pick(self.ev.prompt):
+            return None
+        with state.session_state(self.home, self.ev.agent, where) as shared:
+            listed = shared.get("resume") or {}
+            if where == HANDOFF and listed.get("cwd") != self.ev.cwd:
+                return None
             action = resume.parse(self.ev.prompt, shared, now)
             if action is not None:
                 st["resume"] = shared.pop("resume")

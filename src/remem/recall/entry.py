@@ -20,6 +20,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..agent_text import safe
 from ..ingest.signatures import error_signatures
 from ..scope import Scope
 from ..store import recall as recrepo
@@ -208,8 +209,8 @@ def resume(mem: Remem, query: str, scope: Scope, *, session: str | None = None, 
             c["title"] = (sturns[0]["request"][:80] if sturns else "")
             last = max((x.get("ended_at") or x.get("started_at") or 0 for x in sturns), default=0)
             c["age"] = pk.relative_age(now - last) if last else "unknown age"
-        lines = [f"{i}. [{pk.escape(c['agent'])} · {c['turns']} turns · {c['age']} · session {pk.escape(c['session'])}]"
-                 f" {pk.escape(c['title'])}" for i, c in enumerate(cands, 1)]
+        lines = [f"{i}. [{safe(c['agent'])} · {c['turns']} turns · {c['age']} · session {safe(c['session'])}]"
+                 f" {safe(c['title'], limit=80)}" for i, c in enumerate(cands, 1)]
         text = f"{pk.OPEN}\n{pk.NOTICE}\n" + "\n".join(lines) + f"\n{pk.CLOSE}" if cands else ""
         return {"entry": "resume", "text": text, "items": cands, "tokens": pk.count_tokens(text), "budget": budget}
     owner, agent, sid = (session.split("/", 2) + ["", ""])[:3] if session.count("/") >= 2 else ("", "", session)

@@ -18,9 +18,10 @@ counts every CJK character as a token.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from typing import Any
+
+from ..agent_text import indent_lines, safe
 
 OPEN = "<remem_memory_context>"
 CLOSE = "</remem_memory_context>"
@@ -34,10 +35,6 @@ MAX_BUDGET = 4000
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u3000-\u303f\uff00-\uffef"
 _TOKEN_RE = re.compile(rf"[{_CJK}]|[^\W\d_{_CJK}]+|\d{{1,3}}|\S", re.UNICODE)
-# '<' that starts something tag-like: optional spaces and '/', then a letter, '_', '!' or '?'
-_TAGLIKE = re.compile(r"<(?=\s*/?\s*[A-Za-z_!?])")
-_ENTITY = re.compile(r"&(?=(?:lt|gt|amp|#\d+|#x[0-9a-fA-F]+);)")
-_INVISIBLE = re.compile("[\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\ufeff]")
 _PATH = re.compile(r"(?<![\w/.:-])(?:~/|\.{1,2}/|/)?(?:[\w.@+-]+/)+[\w.@+-]*\.[A-Za-z0-9]{1,8}\b"
                    r"|(?<![\w/.-])[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|java|rb|c|h|cpp|md|json|toml|yaml|yml"
                    r"|sh|sql|css|html|txt|cfg|ini|lock)\b")
@@ -85,12 +82,9 @@ def clamp_budget(budget: int | None) -> int:
 
 
 def escape(text: str) -> str:
-    """Make memory text inert inside the wrapper: no tag can open or close, no invisible tricks."""
-    text = unicodedata.normalize("NFKC", text)  # fullwidth ＜ and friends become plain '<'
-    text = _INVISIBLE.sub("", text)
-    text = _ENTITY.sub("&amp;", text)
-    text = _TAGLIKE.sub("&lt;", text)
-    return text
+    """Make memory text inert inside the wrapper (the one renderer, :func:`remem.agent_text.safe`);
+    its lines are kept for :func:`_indent`."""
+    return safe(text, indent="")
 
 
 def relative_age(seconds: float | None) -> str:
@@ -138,14 +132,14 @@ def _clip(text: str, limit: int) -> str:
 
 def _indent(text: str) -> str:
     """Continuation lines are indented: a memory can never start a line of the packet itself."""
-    return "\n   ".join(line.rstrip() for line in text.splitlines() if line.strip())
+    return indent_lines(text, "   ")
 
 
 def render_item(n: int, item: dict[str, Any], now: float, chars: int) -> str:
     """One numbered entry: header, request, reply gist, failure note, paths to verify."""
     when = item.get("last_update")
     age = relative_age(now - when if when else None)
-    head = " · ".join(escape(str(x)) for x in (item.get("agent") or "unknown", item.get("project") or "-", age))
+    head = " · ".join(safe(str(x)) for x in (item.get("agent") or "unknown", item.get("project") or "-", age))
     req = escape(_clip(item.get("request") or "", int(chars * 0.6)))
     reply = escape(_clip(item.get("reply") or "", max(80, chars - len(req))))
     body = req
@@ -164,7 +158,7 @@ def render_item(n: int, item: dict[str, Any], now: float, chars: int) -> str:
     paths = find_paths((item.get("request") or "") + "\n" + (item.get("reply") or ""))
     if paths:
         body += "\npaths (verify before use, files may have moved): " + ", ".join(escape(p) for p in paths)
-    return f"{n}. [{head} · id {escape(str(item['id']))}] " + _indent(body)
+    return f"{n}. [{head} · id {safe(str(item['id']))}] " + _indent(body)
 
 
 def render(items: Sequence[dict[str, Any]], *, budget: int = DEFAULT_BUDGET, now: float,
@@ -198,6 +192,5 @@ def render(items: Sequence[dict[str, Any]], *, budget: int = DEFAULT_BUDGET, now
 
 def with_request(context: str, prompt: str) -> str:
     """The context followed by the user's request in its own tag (what an agent is shown)."""
-    safe = prompt.replace(REQUEST_CLOSE, REQUEST_CLOSE.replace("<", "&lt;"))
-    block = f"{REQUEST_OPEN}\n{safe}\n{REQUEST_CLOSE}"
+    block = f"{REQUEST_OPEN}\n{safe(prompt, indent='')}\n{REQUEST_CLOSE}"
     return f"{context}\n{block}" if context else block
