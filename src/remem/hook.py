@@ -13,16 +13,22 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 
 USAGE = "usage: python -m remem.hook [--home DIR] AGENT EVENT  (hook JSON on stdin)\n"
-STDIN_SECONDS = 5.0   # at most this long for the agent to send its JSON (REMEM_HOOK_TIMEOUT if shorter, ≥ 1 s)
+STDIN_SECONDS = 5.0   # at most this long for the agent to send its JSON (the hook timeout if shorter, ≥ 1 s)
+WATCHDOG_GRACE = 1.0  # seconds past the budget before the process is ended from a thread
 IDLE_SECONDS = 0.25   # stdin left open: a whole JSON document followed by this much silence is the input
 
 
-def stdin_seconds(env: dict[str, str] | os._Environ[str]) -> float:
+def stdin_seconds(env: dict[str, str] | os._Environ[str], home: str | None = None) -> float:
+    """How long to wait for the payload: the hook timeout (``REMEM_HOOK_TIMEOUT``, else
+    ``hooks.timeout``) when shorter than STDIN_SECONDS, never under 1 s."""
+    from remem.integrations.runtime import hook_home, request_timeout
+
     try:
-        return max(1.0, min(STDIN_SECONDS, float(env.get("REMEM_HOOK_TIMEOUT") or STDIN_SECONDS)))
-    except ValueError:
+        return max(1.0, min(STDIN_SECONDS, request_timeout(hook_home(home, env), env)))
+    except Exception:  # noqa: BLE001 - fail open: the default wait
         return STDIN_SECONDS
 
 
@@ -115,18 +121,52 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(USAGE)
         return 0
     agent, event = args[0], args[1]
-    seconds = stdin_seconds(os.environ)
+    seconds = stdin_seconds(os.environ, home)
     data = read_input(sys.stdin, seconds)
-    from remem.integrations.runtime import no_input, run
+    from remem.integrations.runtime import budget_seconds, hook_home, no_input, out_of_time, run
 
+    budget = budget_seconds(os.environ, hook_home(home, os.environ))
+    once = _watchdog(budget + WATCHDOG_GRACE, lambda: out_of_time(agent, event, budget, home=home))
     out = run(agent, event, data, home=home) if data is not None else no_input(agent, event, seconds, home=home)
+    if once():
+        _print(out)
+    return 0
+
+
+def _print(out: str) -> None:
     if out:
         try:
             sys.stdout.write(out if out.endswith("\n") else out + "\n")
             sys.stdout.flush()
         except (OSError, ValueError):
             pass
-    return 0
+
+
+def _watchdog(seconds: float, answer: Callable[[], str]) -> Callable[[], bool]:
+    """The budget's SIGALRM runs only between Python bytecodes, so a call stuck in C (SQLite's busy
+    wait on a locked database lasts 30 s) would outlive it: this thread prints the fail-open answer
+    and ends the process ``seconds`` in. Returns a function the main thread calls before printing
+    its own answer: True if it may (the watchdog has not fired and now never will)."""
+    import threading
+
+    lock = threading.Lock()
+    state = {"done": False}
+
+    def claim() -> bool:
+        with lock:
+            first = not state["done"]
+            state["done"] = True
+            return first
+
+    def fire() -> None:
+        if claim():
+            _print(answer())
+            os._exit(0)
+
+    t = threading.Timer(seconds, fire)
+    t.daemon = True
+    t.start()
+    return claim
 
 
 if __name__ == "__main__":

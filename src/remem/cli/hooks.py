@@ -24,9 +24,9 @@ def hook(ctx: click.Context, agent: str, event: str) -> None:
     from ..hook import read_input, stdin_seconds
     from ..integrations.runtime import no_input, run
 
-    seconds = stdin_seconds(os.environ)
-    data = read_input(sys.stdin, seconds)
     home = ctx.obj.get("home")
+    seconds = stdin_seconds(os.environ, home)
+    data = read_input(sys.stdin, seconds)
     out = run(agent, event, data, home=home) if data is not None else no_input(agent, event, seconds, home=home)
     if out:
         click.echo(out)

@@ -24,6 +24,39 @@ def with_scope(fn: Any) -> Any:
     return fn
 
 
+as_option = click.option(
+    "--as", "as_agent", default=None, metavar="AGENT",
+    help="Read as AGENT reads through its hooks (its owner and read_owners, e.g. an isolated agent's "
+         "own memory) and escape memory text for an agent to read. For skills and commands.")
+
+
+def read_owners(mem: Any, as_agent: str | None, owner: str | None) -> str | list[str] | None:
+    """Whose memory a read covers: ``--owner``, or with ``--as`` the owners AGENT's hooks read
+    (``Backend.read_owners``, the function every hook path takes), else the profile."""
+    if not as_agent:
+        return owner
+    if owner:
+        raise click.UsageError("--as reads as an agent; it cannot be combined with --owner")
+    from ..agents import canonical_agent
+    from ..integrations.backend import Backend
+
+    try:
+        agent = canonical_agent(as_agent)
+    except ValueError as e:
+        raise click.UsageError(f"--as: {e}") from None
+    return Backend(mem.home, use_daemon=False).read_owners(agent)
+
+
+def shown(as_agent: str | None) -> Any:
+    """How stored text is printed: as it is for a person; with ``--as`` (an agent reads it)
+    through the one renderer, ``agent_text.safe``."""
+    if not as_agent:
+        return lambda text, indent=None, limit=None: (str(text or "")[:limit] if limit else str(text or ""))
+    from ..agent_text import safe
+
+    return lambda text, indent=None, limit=None: safe(text, indent=indent, limit=limit)
+
+
 def _when(ts: float | None) -> str:
     if not ts:
         return "-"
@@ -69,61 +102,77 @@ def add(ctx: click.Context, text: str, owner: str | None, agent: str | None, pro
 @with_scope
 @click.option("-k", "k", default=10, show_default=True, type=click.IntRange(1, 200), help="How many results.")
 @click.option("--explain", is_flag=True, help="Show why each result matched (per-channel details).")
+@as_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 @handle_errors
 def search(ctx: click.Context, query: str, owner: str | None, agent: str | None, project: str | None,
-           k: int, explain: bool, as_json: bool) -> None:
+           k: int, explain: bool, as_agent: str | None, as_json: bool) -> None:
     """Search memories (hybrid: words, substrings, vectors, entities)."""
     if not query.strip():
         raise InputError("query is empty")
     mem = open_mem(ctx)
-    results = mem.search(query, owner=owner, agent=agent, project=project, k=k, explain=explain or as_json)
+    owners = read_owners(mem, as_agent, owner)
+    results = mem.search(query, owner=owners, agent=agent, project=project, k=k, explain=explain or as_json)
+    show = shown(as_agent)
 
     def human(data: dict[str, Any]) -> None:
         if not data["results"]:
             click.echo("no memories match")
         for i, r in enumerate(data["results"], 1):
-            first = r["text"].splitlines()[0] if r["text"] else ""
+            text = r["text"] or ""
+            first = show(text if as_agent else (text.splitlines()[0] if text else ""), limit=160)
             # when the work happened (an imported turn was stored long after it)
             when = r.get("ended_at") or r.get("started_at") or r["created_at"]
-            click.echo(f"{i:>2}. {r['id']}  {r['agent']} · {r['project'] or '-'} · {_when(when)}"
+            click.echo(f"{i:>2}. {show(r['id'])}  {show(r['agent'])} · {show(r['project']) or '-'} · {_when(when)}"
                        f"  score={r['score']:.4f}")
-            click.echo(f"    {first[:160]}")
+            click.echo(f"    {first}")
             if explain and "details" in r:
                 for name, d in r["details"].get("channels", {}).items():
                     click.echo(f"      {name}: rank {d.get('rank')} score {d.get('score')}")
                 for name, v in r["details"].get("boosts", {}).items():
                     click.echo(f"      boost {name}: {v}")
 
-    emit({"query": query, "results": results}, as_json, human)
+    data = {"query": query, "results": results}
+    emit(_for_agent(data) if as_agent and as_json else data, as_json, human)
+
+
+def _for_agent(data: Any) -> Any:
+    from ..agent_text import safe_tree
+
+    return safe_tree(data)
 
 
 @click.command()
 @click.argument("memory_id")
 @click.option("--owner", default=None, help="Owner to read as; default from config.")
+@as_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 @handle_errors
-def get(ctx: click.Context, memory_id: str, owner: str | None, as_json: bool) -> None:
+def get(ctx: click.Context, memory_id: str, owner: str | None, as_agent: str | None, as_json: bool) -> None:
     """Show one whole memory."""
     mem = open_mem(ctx)
-    rec = mem.get(memory_id, owner=owner)
+    rec = mem.get(memory_id, owner=read_owners(mem, as_agent, owner))
     if rec is None:
         raise InputError(f"no memory {memory_id} in this scope")
+    show = shown(as_agent)
+    # for an agent, every line of memory text is indented: none can pass for a header line
+    body = (lambda text: "    " + show(text, indent="    ")) if as_agent else (lambda text: text)
 
     def human(r: dict[str, Any]) -> None:
-        click.echo(f"{r['id']}  {r['agent']} · {r['project'] or '-'} · {r['status']} · {_when(r['started_at'])}")
-        click.echo(f"session: {r['session_id'] or '-'}   owner: {r['owner']}")
-        click.echo("\nrequest:\n" + r["request"])
+        click.echo(f"{show(r['id'])}  {show(r['agent'])} · {show(r['project']) or '-'} · {show(r['status'])} · "
+                   f"{_when(r['started_at'])}")
+        click.echo(f"session: {show(r['session_id']) or '-'}   owner: {show(r['owner'])}")
+        click.echo("\nrequest:\n" + body(r["request"]))
         for a in r["actions"]:
-            click.echo(f"\ntool {a['name']}{' (error)' if a['is_error'] else ''}: {a['input'][:300]}")
+            click.echo(f"\ntool {show(a['name'])}{' (error)' if a['is_error'] else ''}: {show(a['input'], limit=300)}")
             if a["output"]:
-                click.echo("  → " + a["output"][:300])
+                click.echo("  → " + show(a["output"], limit=300))
         if r["reply"]:
-            click.echo("\nreply:\n" + r["reply"])
+            click.echo("\nreply:\n" + body(r["reply"]))
 
-    emit(rec, as_json, human)
+    emit(_for_agent(rec) if as_agent and as_json else rec, as_json, human)
 
 
 @click.command()

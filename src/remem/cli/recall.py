@@ -23,11 +23,14 @@ ENTRIES = ("turn_start", "sub_agent", "repair", "resume")
               help="Entry point: turn_start, sub_agent, repair (PROMPT = the error), resume.")
 @click.option("--session", default=None, help="resume: the episode to show in full (owner/agent/session_id).")
 @click.option("--explain", is_flag=True, help="After the packet, show why each item was chosen.")
+@click.option("--as", "as_agent", default=None, metavar="AGENT",
+              help="Read as AGENT's hooks do (the same as --agent); the JSON items are escaped for an agent.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
 @click.pass_context
 @handle_errors
 def recall(ctx: click.Context, prompt: str, owner: str | None, agent: str | None, project: str | None,
-           budget: int | None, entry: str, session: str | None, explain: bool, as_json: bool) -> None:
+           budget: int | None, entry: str, session: str | None, explain: bool, as_agent: str | None,
+           as_json: bool) -> None:
     """Show the memory packet an agent would get for PROMPT ("-" reads stdin)."""
     from ..recall import entry as entries
     from ..recall.channels import NOT_CLOSE
@@ -36,6 +39,12 @@ def recall(ctx: click.Context, prompt: str, owner: str | None, agent: str | None
         prompt = decode_bytes(sys.stdin.buffer.read())
     if not prompt.strip():
         raise InputError("prompt is empty")
+    if as_agent:
+        if owner:
+            raise click.UsageError("--as reads as an agent; it cannot be combined with --owner")
+        if agent and agent != as_agent:
+            raise click.UsageError("--as and --agent name different agents")
+        agent = as_agent
     mem = open_mem(ctx)
     if entry == "turn_start":
         res = mem.turn_start(prompt, owner=owner, agent=agent, project=project, budget=budget)
@@ -69,6 +78,11 @@ def recall(ctx: click.Context, prompt: str, owner: str | None, agent: str | None
                 elif str(st.get("reason", "")).startswith(NOT_CLOSE):
                     click.echo(f"   channel {name}: {st['reason']}", err=True)  # the packet's vector gate
 
+    if as_agent and as_json:
+        from ..agent_text import safe_tree
+
+        # the packet text is already rendered for an agent; the items carry raw memory text
+        res = {**res, "items": safe_tree(res.get("items") or [])}
     emit(res, as_json, human)
 
 

@@ -78,6 +78,23 @@ def sources_add(ctx: click.Context, name: tuple[str, ...], paths: tuple[str, ...
         sys.exit(1)
 
 
+def _write_notes(t: dict[str, Any]) -> list[str]:
+    """Quiet counts of what was kept out or repaired, when non-zero (``--json`` always has them)."""
+    out = []
+    n = int(t.get("skipped_forgotten") or 0)
+    if n:
+        out.append(f"{n} {'turn' if n == 1 else 'turns'} you forgot kept out (skipped_forgotten)")
+    n = int(t.get("times_fixed") or 0)
+    if n:
+        out.append(f"{n} implausible {'time' if n == 1 else 'times'} replaced by the turn's other time "
+                   "(times_fixed)")
+    n = int(t.get("ignored") or 0)
+    if n:
+        out.append(f"{n} /remem-resume {'request or pick' if n == 1 else 'requests and picks'} not stored "
+                   "(ignored)")
+    return out
+
+
 @click.command("sync")
 @click.argument("agents", nargs=-1)
 @click.option("--full", is_flag=True, help="Rescan everything, not only what changed.")
@@ -127,6 +144,8 @@ def sync_cmd(ctx: click.Context, agents: tuple[str, ...], full: bool, yes: bool,
         t = d["total"]
         click.echo(f"total: {t['messages_scanned']} messages scanned ({t['unique_messages']} unique) → "
                    f"{t['turns_added']} memories added, {t['turns_updated']} updated in {d['seconds']:.1f}s")
+        for line in _write_notes(t):
+            click.echo(f"  - {line}")
         for err in t["errors"][:10]:
             click.echo(f"  ! {err}")
         for note in t.get("skipped", [])[:10]:

@@ -14,9 +14,10 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,10 +85,7 @@ def run(agent: str, event: str, data: bytes, *, home: str | os.PathLike[str] | N
     """Handle one hook call; returns what to print on stdout ("" for nothing). Never raises."""
     t0 = time.perf_counter()
     env = dict(os.environ) if env is None else env
-    from .. import config as configmod
-
-    home_path = configmod.home_dir(home) if home is not None else Path(env.get("REMEM_HOME") or
-                                                                           Path.home() / ".remem")
+    home_path = hook_home(home, env)
     ev: Event | None = None
     handler: Handler | None = None
     try:
@@ -97,10 +95,11 @@ def run(agent: str, event: str, data: bytes, *, home: str | os.PathLike[str] | N
         if ev.kind == "ignore":
             return ""
         handler = Handler(home_path, env, ev)
-        with deadline(budget_seconds(env)):
+        budget = budget_seconds(env, home_path)
+        with deadline(budget):
             out = handler.handle()
         log.write(home_path, "info", f"{agent} {event} kind={ev.kind} via={handler.via} "
-                  f"ms={1000 * (time.perf_counter() - t0):.0f} out={len(out)}")
+                  f"ms={1000 * (time.perf_counter() - t0):.0f} out={len(out)} budget={budget:g}s")
         return out
     except BaseException as e:  # noqa: BLE001 - fail open, whatever happened
         if isinstance(e, KeyboardInterrupt):
@@ -115,11 +114,8 @@ def run(agent: str, event: str, data: bytes, *, home: str | os.PathLike[str] | N
 
 def no_input(agent: str, event: str, seconds: float, *, home: str | os.PathLike[str] | None = None) -> str:
     """The agent kept stdin open without sending a whole JSON payload: log it, let it go on."""
-    from .. import config as configmod
-
     try:
-        home_path = configmod.home_dir(home) if home is not None else Path(os.environ.get("REMEM_HOME") or
-                                                                               Path.home() / ".remem")
+        home_path = hook_home(home, os.environ)
         log.write(home_path, "warn", f"{agent} {event}: no complete input on stdin within {seconds:g}s; "
                   "did nothing")
         ev = normalize(canonical_agent(agent), event, {})
@@ -128,13 +124,71 @@ def no_input(agent: str, event: str, seconds: float, *, home: str | os.PathLike[
     return _fallback_answer(ev)
 
 
-def budget_seconds(env: dict[str, str]) -> float:
-    """The whole call's hard limit: two daemon timeouts plus slack, always under the agents' 60 s."""
+def hook_home(home: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
+    """The data home of a hook call: ``--home``, else ``REMEM_HOME``, else ``~/.remem``."""
+    return Path(home).expanduser() if home is not None else Path(env.get("REMEM_HOME") or Path.home() / ".remem")
+
+
+def request_timeout(home: Path, env: Mapping[str, str]) -> float:
+    """Seconds per daemon request: ``REMEM_HOOK_TIMEOUT``, else ``hooks.timeout`` of config.yaml,
+    else 8 (always 0.05–45). The same value ``Backend`` uses for its requests."""
+    raw: Any = env.get("REMEM_HOOK_TIMEOUT") or file_setting(home, "hooks", "timeout") or DEFAULT_TIMEOUT
     try:
-        per_request = float(env.get("REMEM_HOOK_TIMEOUT") or DEFAULT_TIMEOUT)
-    except ValueError:
-        per_request = DEFAULT_TIMEOUT
-    return max(1.0, min(55.0, 2 * min(per_request, MAX_TIMEOUT) + 10.0))
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = DEFAULT_TIMEOUT
+    return max(0.05, min(MAX_TIMEOUT, value)) if value == value else DEFAULT_TIMEOUT
+
+
+def out_of_time(agent: str, event: str, seconds: float, *, home: str | os.PathLike[str] | None = None) -> str:
+    """The call outlived its budget inside C code (SIGALRM waits for it: a SQLite busy wait, a
+    blocking read): log it; the hook entry prints this answer and exits."""
+    try:
+        log.write(hook_home(home, os.environ), "error", f"{agent} {event}: Deadline: hook exceeded its "
+                  f"{seconds:g}s budget (stuck outside Python: database locked?); exited, did nothing more")
+        ev = normalize(canonical_agent(agent), event, {})
+    except Exception:  # noqa: BLE001 - fail open
+        return ""
+    return _fallback_answer(ev)
+
+
+def budget_seconds(env: Mapping[str, str], home: Path | None = None) -> float:
+    """The whole call's hard limit: two daemon timeouts plus slack, always under the agents' 60 s."""
+    per_request = request_timeout(hook_home(home, env), env)
+    return max(1.0, min(55.0, 2 * per_request + 10.0))
+
+
+_SECTION = re.compile(r"^([A-Za-z_][\w-]*)\s*:\s*(.*)$")
+
+
+def file_setting(home: Path, section: str, key: str) -> str | None:
+    """One scalar ``section.key`` of ``home/config.yaml``, read without PyYAML (importing it costs a
+    hook ~70 ms, and a tool hook touches nothing else): the block style ``remem config set`` writes,
+    or a one-line flow mapping (``hooks: {timeout: 5}``). None when absent or not understood."""
+    try:
+        text = (home / "config.yaml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    inside, indent = False, None
+    for line in text.splitlines():
+        body = re.sub(r"\s+#.*$", "", line).rstrip()
+        if not body.strip() or body.lstrip().startswith("#"):
+            continue
+        if not line[0].isspace():
+            m = _SECTION.match(body)
+            inside = m is not None and m.group(1) == section
+            if inside and m and m.group(2).startswith("{"):
+                f = re.search(rf"[{{,]\s*{re.escape(key)}\s*:\s*([^,}}]+)", m.group(2))
+                return f.group(1).strip().strip("'\"") if f else None
+            indent = None
+            continue
+        if inside:
+            width = len(line) - len(line.lstrip())
+            indent = width if indent is None else indent
+            m = re.match(rf"\s*{re.escape(key)}\s*:\s*(\S.*)$", body)
+            if m and width == indent:
+                return m.group(1).strip().strip("'\"")
+    return None
 
 
 def _parse(data: bytes, home: Path, agent: str, event: str) -> Any:

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 BATCH = 500                  # turns per write transaction
 COUNT_KEYS = ("messages_scanned", "unique_messages", "turns_added", "turns_updated", "duplicates",
               "skipped_incomplete", "skipped_oversize", "skipped_empty", "skipped_unknown", "failed",
-              "turns_removed", "skipped_forgotten", "times_fixed")
+              "turns_removed", "skipped_forgotten", "times_fixed", "ignored")
 MAX_NOTES = 50               # error and skip reasons a result keeps (the counts are always complete)
 
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -281,6 +281,7 @@ def _import_unit(mem: Remem, source: Source, name: str, unit: Unit, ckpt: dict[s
     if stopped:
         return False
     res.counts["skipped_incomplete"] += asm.result.incomplete
+    res.counts["ignored"] += asm.result.ignored   # /remem-resume requests and picks: no memories
     _finish_unit(mem, name, unit, stats, digest, res)
     return True
 

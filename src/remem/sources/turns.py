@@ -28,6 +28,12 @@ A pure function of its inputs. Rules (see FORMATS.md, "Generic turn rule"):
   reply text); otherwise it is still running, is counted as incomplete, and a later sync that
   reads more of the session completes it under the same ``source_key``. A turn closed by a
   harness barrier without any reply is dropped as incomplete.
+* ``/remem-resume`` is no memory: a resume request (typed, as Codex and Gemini record it, or
+  Claude Code's slash-command wrapper ``<command-name>/remem-resume</command-name>``) closes the
+  open turn like a barrier, and a bare pick (``1``–``5``, how the hook recognises one:
+  :func:`remem.integrations.resume.is_pick`) that directly follows it in the same session is
+  dropped too, with what answered it; both are counted in ``ignored``. A bare ``1`` anywhere
+  else is an ordinary request.
 * ``message_ids`` lists every source id of the turn's messages; a parser that merges several
   records into one message (Claude streaming split) lists them in ``extra["source_ids"]``.
 * Status: ``cancelled`` when a message of the turn says so (interrupt, abort), else
@@ -37,10 +43,16 @@ A pure function of its inputs. Rules (see FORMATS.md, "Generic turn rule"):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from remem.integrations import resume as _resume
 from remem.model import Message, ToolCall, TurnIn
+
+# Claude Code records a slash command as a wrapper, not as the typed text
+_COMMAND_WRAPPER = re.compile(r"<command-name>\s*/?remem[-_]resume\s*</command-name>", re.I)
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 
 
 @dataclass(slots=True)
@@ -52,6 +64,7 @@ class AssembleResult:
     skipped_empty: int = 0    # real user messages with no text
     messages: int = 0         # messages seen (before de-duplication)
     duplicates: int = 0       # messages dropped because their (session, source_id) was seen before
+    ignored: int = 0          # /remem-resume requests and the picks that answered them: no memories
 
 
 def shorten(text: str, limit: int) -> str:
@@ -88,6 +101,17 @@ class _Session:
     orphan: bool = False
     open: _Open | None = None
     ids: set[str] = field(default_factory=set)
+    resume_listed: bool = False     # the last request was a /remem-resume list: a bare pick may follow
+
+
+def resume_request(m: Message) -> tuple[str, str] | None:
+    """("query", words) or ("pick", "N") when ``m`` is a /remem-resume command, else None."""
+    if m.real_user:
+        return _resume.parse(m.text, {})
+    if m.extra.get("kind") == "command" and _COMMAND_WRAPPER.search(m.text):
+        args = _COMMAND_ARGS.search(m.text)
+        return _resume.parse(f"/remem-resume {args.group(1) if args else ''}", {})
+    return None
 
 
 class TurnAssembler:
@@ -129,6 +153,15 @@ class TurnAssembler:
         if not side and m.role == "user" and m.extra.get("barrier"):
             self._close(m.session_id, sess, final=False)     # harness prompt: its exchange is no turn
             return
+        if not side and m.role == "user" and (m.real_user or m.extra.get("kind") == "command"):
+            action = resume_request(m)
+            if action is not None or (m.real_user and sess.resume_listed and _is_pick(m.text)):
+                self._close(m.session_id, sess, final=False, successor=True)
+                sess.resume_listed = action is not None and action[0] == "query"
+                res.ignored += 1
+                return
+            if m.real_user:
+                sess.resume_listed = False
         if not side and m.role == "user" and m.real_user:
             request = m.text.strip()
             if not request:
@@ -230,6 +263,11 @@ class TurnAssembler:
         for session_id, sess in self.sessions.items():
             self._close(session_id, sess, final=True)
         return self.result
+
+
+def _is_pick(text: str) -> bool:
+    """A bare number the hook takes as a pick, within the size of a resume list."""
+    return _resume.is_pick(text) and 1 <= int(re.sub(r"\D", "", text)) <= _resume.MAX_CANDIDATES
 
 
 def assemble_turns(messages: Iterable[Message], *, agent: str, owner: str = "default",

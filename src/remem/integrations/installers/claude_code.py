@@ -29,7 +29,8 @@ class ClaudeCode(HookAgent):
     ]
     owned = [
         OwnedFile("command", "commands/remem-resume.md",
-                  lambda ctx, agent: template("claude/remem-resume.md", REMEM=ctx.cli_command())),
+                  lambda ctx, agent: template("claude/remem-resume.md", REMEM=ctx.cli_command(),
+                                                        AGENT=agent)),
         skill_file(),
     ]
     note_file = "CLAUDE.md"

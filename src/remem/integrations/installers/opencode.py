@@ -25,7 +25,8 @@ class OpenCode(HookAgent):
     owned = [
         OwnedFile("plugin", "plugins/remem.js", _plugin),
         OwnedFile("command", "commands/remem-resume.md",
-                  lambda ctx, agent: template("opencode/remem-resume.md", REMEM=ctx.cli_command())),
+                  lambda ctx, agent: template("opencode/remem-resume.md", REMEM=ctx.cli_command(),
+                                                        AGENT=agent)),
         skill_file(),
     ]
     note_file = "AGENTS.md"
