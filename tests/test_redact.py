@@ -198,11 +198,12 @@ def test_replacement_keeps_context(text: str, expected: str) -> None:
     assert redact_text(_fill(text)) == _fill(expected)
 
 
-def test_yaml_flow_mapping_is_a_known_gap() -> None:
-    # `key: bare_value,` reads as a type annotation or an object literal's variable, so a bare
-    # value inside a YAML flow mapping is left alone (quoted values are still caught).
-    assert redact_text(_fill("{{password: {pw}, user: app}}")) == _fill("{{password: {pw}, user: app}}")
+def test_yaml_flow_mapping_password_is_redacted() -> None:
+    # a password is a literal whatever its shape; only a bare identifier (`{password: pw}`) reads as
+    # an object literal's variable and is left alone
+    assert redact_text(_fill("{{password: {pw}, user: app}}")) == "{password: [REDACTED:password], user: app}"
     assert redact_text(_fill("{{password: '{pw}', user: app}}")) == "{password: '[REDACTED:password]', user: app}"
+    assert redact_text("const opts = { password: pw, user };") == "const opts = { password: pw, user };"
 
 
 def test_unicode_around_secrets_survives() -> None:
@@ -365,6 +366,9 @@ def test_module_imports_only_stdlib() -> None:
         elif isinstance(node, ast.ImportFrom):
             names = [node.module or ""]
         else:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.level:  # a sibling: must be stdlib-only too
+            assert names == ["secret_shapes"], names
             continue
         for name in names:
             top = name.split(".")[0]

@@ -24,6 +24,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .secret_shapes import SHAPES
+
 __all__ = ["KINDS", "RedactResult", "marker", "redact", "redact_text"]
 
 
@@ -59,14 +61,14 @@ _HAS_DIGIT = re.compile(r"\d")
 _HAS_ALPHA = re.compile(r"[A-Za-z]")
 _HAS_SYMBOL = re.compile(r"[^A-Za-z0-9_.:/-]")  # beyond identifier and path punctuation
 _HEX = re.compile(r"[0-9a-fA-F]+")
-_TEMPLATE = re.compile(r"\{[^}]*\}|%\(?\w*\)?s")  # {name}, f"{x}", %s, %(name)s
+_TEMPLATE = re.compile(r"\{[^}]*\}|%\(\w*\)[sd]|%[sd](?![A-Za-z0-9])")  # {name}, f"{x}", %s, %(name)s
 _UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
-_CODE_REF = re.compile(r"[a-z_]+(?:\.[A-Za-z_]\w*)+")  # module.attr.Name
+_CODE_REF = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)+")  # module.attr.Name
 # Identifiers, dotted attributes, paths, versions: word-like segments joined by _ . / - :
 _SEGMENT = r"(?:(?:[A-Z]?+[a-z]++|[A-Z]++(?![a-z]))++\d{0,6}+|\d++)"  # word, camelCase, ABC, 123
 _WORDY = re.compile(rf"[~._]{{0,2}}[/\\]?{_SEGMENT}(?:[_./\\:-]++{_SEGMENT})*+[_./-]?")
-_CALL = re.compile(r"[\w.]+\(.*\)")
-_PLACEHOLDER_START = ("$", "{", "<", "%", "[", "*", "(", "-", "@")
+_CALL = re.compile(r"[A-Za-z_][\w.:]*\(.*\)")
+_PLACEHOLDER_START = ("$", "{", "<", "%", "[", "*", "(", "--", "@")
 _PLACEHOLDER_WORDS = frozenset({"password", "passwd", "pass", "pwd", "secret", "token", "changeme", "xxx"})
 _WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
@@ -93,13 +95,18 @@ _SECRET_WORDS = frozenset({
 })
 _KEY_QUALIFIERS = frozenset({
     "api", "access", "secret", "private", "client", "signing", "encryption", "master", "session",
-    "auth", "license", "app", "service", "account", "deploy", "admin", "webhook", "consumer",
+    "auth", "license", "app", "service", "account", "deploy", "admin", "webhook", "consumer", "storage",
 })
 # A last word saying the value describes the secret rather than being it.
 _NOT_SECRET_LAST = frozenset({
     "count", "counts", "len", "length", "name", "names", "id", "ids", "type", "file", "path", "dir",
     "url", "uri", "env", "var", "field", "size", "limit", "max", "min", "prefix", "ttl", "format",
     "header", "endpoint", "expiry", "expires", "at", "mode", "enabled", "required", "hint", "arn",
+    "state", "status", "flags", "ldflags", "cflags", "policy", "strength", "rule", "rules", "option",
+    "options", "config", "manager", "store", "prompt", "label", "input", "hash", "hashed", "digest",
+    "salt", "reset", "changed", "confirm", "confirmation", "validator", "hasher", "provider", "pattern",
+    "regex", "re", "info", "kind", "class", "cls", "error", "errors", "message", "msg", "help", "doc",
+    "widget", "form", "schema", "test", "tests", "spec", "handler", "callback", "fn", "func", "method",
 })
 
 
@@ -235,25 +242,98 @@ def _mysql_password(m: re.Match[bytes], data: bytes) -> Edit | None:
 
 
 _KEY_START = re.compile(rb"(?<![\w.-])[\w.-]{0,60}\Z")
+_LINE_HEAD = re.compile(rb"(?:^|\n)[ \t]*(?:export[ \t]+)?\Z")
+_INI_SECTION = re.compile(rb"^\[[A-Za-z][\w .:\"-]*\][ \t]*\r?$", re.M)
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_CALL_START = re.compile(r"[A-Za-z_][\w.:]*\(")
+_NON_VALUES = frozenset({
+    "none", "null", "nil", "true", "false", "undefined", "string", "str", "bytes", "int", "any", "text",
+    "optional", "required", "secret", "secrets", "password", "passwd", "pass", "pwd", "token", "changeme",
+    "hidden", "redacted", "empty", "example", "placeholder", "secretstr", "unset", "default", "mask", "masked",
+    "yes", "no", "on", "off", "auto", "disabled", "enabled", "prompt", "stdin", "env", "file", "ask",
+})
+_PLACEHOLDER_PARTS = ("your", "example", "placeholder", "changeme", "xxxx", "...", "…", "redacted", "dummy")
+_WEAK_SECRET_WORDS = frozenset({"auth", "authorization", "credential", "credentials"})
+
+
+def _non_value(value: str) -> bool:
+    """A placeholder or a value that only describes one: ``${DB_PASSWORD}``, ``<password>``,
+    ``********``, ``changeme``, ``your-api-key``, ``str``, ``None``."""
+    low = value.lower()
+    return (value.startswith(_PLACEHOLDER_START) or low in _NON_VALUES or len(set(value)) == 1
+            or any(p in low for p in _PLACEHOLDER_PARTS) or bool(_TEMPLATE.search(value)))
+
+
+def _code_value(value: str, data: bytes, end: int, sep: bytes, key_start: int, line_head: bool) -> bool:
+    """A bare value that is code rather than a literal: ``module.attr``, a call, a variable passed
+    as ``f(password=pw)`` or assigned as ``password = user_input`` (outside an INI section)."""
+    if _CODE_REF.fullmatch(value) or _CALL.fullmatch(value):
+        return True
+    if _CALL_START.match(value) and (value.endswith("(") or data[end:end + 1] in (b",", b")", b"'", b'"')):
+        return True  # getpass.getpass('Password: '), hash_fn(salt, pw)
+    if not (_IDENT.fullmatch(value) and _WORDY.fullmatch(value)):  # a variable's name, not random
+        return False
+    if _annotation(data, end):  # f(password=pw), {password: pw}, key: Type,
+        return True
+    spaced = sep.startswith((b" ", b"\t")) and b"=" in sep
+    return spaced and not (line_head and _INI_SECTION.search(data, max(0, key_start - 2000), key_start))
+
+
+def _trim(data: bytes, start: int, end: int) -> int:
+    """End a bare value before a sentence's full stop or colon and before unbalanced ``)``."""
+    value = data[start:end].rstrip(b".:")
+    while value.endswith(b")") and value.count(b")") > value.count(b"("):
+        value = value[:-1]
+    return start + len(value)
+
+
+def _min_len(kind: str, key: str) -> int:
+    """How long a bare-enough value must be: any password (issue 13), 8 for a named secret or
+    token, 16 where the key only says ``auth`` or ``credentials``."""
+    if kind == "password":
+        return 1
+    words = {w.lower() for w in _KEY_WORD.findall(key)}
+    return 16 if words <= _WEAK_SECRET_WORDS | {"x", "the", "my", "header"} else 8
 
 
 def _assignment(m: re.Match[bytes], data: bytes) -> Edit | None:
-    """``key=value`` in env, JSON, YAML, code, headers or CLI flags, found at a secret-ish word
-    inside the key: redact the value when the whole key names a secret and the value looks like
-    one (≥ 16 chars mixing letters and digits; ≥ 8 for passwords)."""
+    """``key=value`` in env, JSON, YAML, INI, code, headers, URLs or CLI flags, found at a secret-ish
+    word inside the key: redact the value when the whole key names a secret and the value is not a
+    placeholder or code. A password is redacted whatever its length; other secrets need ≥ 8
+    characters mixing letters with digits or symbols."""
     start = _KEY_START.search(data, max(0, m.start() - 60), m.start())
-    key = _text(data[start.start() if start else m.start():m.end("rest")])
+    key_start = start.start() if start else m.start()
+    key = _text(data[key_start:m.end("rest")])
     kind = _key_kind(key)
-    spaced = not m["sep"].strip()  # `--password X`, `aws_secret_access_key X`
+    sep = m["sep"]
+    spaced = not sep.strip()  # `--password X`, `aws_secret_access_key X`
     if kind is None or (spaced and not key.startswith("-") and kind != "aws_secret_key"):
         return None
-    group = "qval" if m["qval"] is not None else "bval"
-    value = _text(data[m.start(group):m.end(group)])
-    if group == "bval" and (_CODE_REF.fullmatch(value) or (b":" in m["sep"] and _annotation(data, m.end()))):
-        return None  # code: `key = module.attr`, `key: Type,` / `key: Type | None`, `{key: variable}`
-    if not _looks_secret(value, 8 if kind == "password" else 16, kind == "password"):
+    if data[max(0, key_start - 2):key_start] == b"${":  # ${DB_PASSWORD:-postgres}: a shell default
         return None
-    return _edit(m, kind, group)
+    group = "qval" if m["qval"] is not None else "bval"
+    vstart, vend = m.start(group), m.end(group)
+    line_head = bool(_LINE_HEAD.search(data, max(0, key_start - 80), key_start)) or key_start == 0
+    if group == "bval":
+        vend = _trim(data, vstart, vend)
+        value = _text(data[vstart:vend])
+        if b":" in sep and (value.startswith("!") or (_annotation(data, vend) and kind != "password")):
+            return None  # `key: Type,` / `key: Type | None`, `{key: variable}`, YAML `!vault`
+        if _code_value(value, data, vend, sep, key_start, line_head):
+            return None
+        if line_head and b"=" in sep and b":" not in sep:  # .env, INI: the value runs to the next blank
+            while vend < len(data) and data[vend] > 0x20 and data[vend] not in b"\"'`":
+                vend += 1
+            vend = _trim(data, vstart, vend)
+    value = _text(data[vstart:vend])
+    if not value or _non_value(value):
+        return None
+    if kind == "password":
+        if group == "bval" and b"=" not in sep and value.isalpha() and re.match(rb"[ \t]+[A-Za-z]", data[vend:vend + 2]):
+            return None  # prose or a docstring: "- password:     The password for …"
+    elif " " in value or not _looks_secret(value, _min_len(kind, key), True):
+        return None
+    return vstart, vend, kind, marker(kind).encode()
 
 
 def _annotation(data: bytes, end: int) -> bool:
@@ -287,18 +367,106 @@ def _base64_blob(m: re.Match[bytes], data: bytes) -> Edit | None:
     return m.start(), m.end(), "base64", f"[base64 · {_b64_size(m[0])} bytes removed]".encode()
 
 
+def _shape(kind: str) -> Decide:
+    """A provider token from secret_shapes: starts a word and has a random body."""
+    def decide(m: re.Match[bytes], data: bytes) -> Edit | None:
+        token = _text(m[0])
+        if not _at_word_start(data, m.start()) or not (_HAS_DIGIT.search(token) or _mixed_case(token)):
+            return None
+        return None if _WORDY.fullmatch(token) else _edit(m, kind)
+
+    return decide
+
+
+def _aws_secret(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """A 40-character base64 run in a text that names AWS or held an access key id: the secret
+    access key beside its id (credentials.csv, prose, tables). Matched in lower case."""
+    value = _text(data[m.start():m.end()])
+    if value.count("/") + value.count("+") > 6 or "EXAMPLE" in value:
+        return None
+    if not (_HAS_DIGIT.search(value) and _mixed_case(value)) or _WORDY.fullmatch(value):
+        return None
+    return _edit(m, "aws_secret_key")
+
+
+def _name_value(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """``- name: DB_PASSWORD`` then ``value: …`` (Kubernetes env, ECS, GitHub Actions)."""
+    kind = _key_kind(_text(data[m.start("key"):m.end("key")]))
+    group = "qv" if m["qv"] is not None else "bv"
+    value = _text(data[m.start(group):m.end(group)])
+    if kind is None or _non_value(value):
+        return None
+    if kind != "password" and not _looks_secret(value, 8, True):
+        return None
+    return m.start(group), m.end(group), kind, marker(kind).encode()
+
+
+_SESSION_COOKIE = re.compile(r"(?i)sess|sid|token|auth|remember|jwt|login|identity|csrf|xsrf|secret|key")
+_COOKIE_PAIR = re.compile(r"([^=;\s]+)=([^;\s]*)")
+
+
+def _cookie(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """A Cookie / Set-Cookie header or ``curl -b``: values of session-like cookies, and any
+    random-looking value of 16+ characters."""
+    val = _text(data[m.start("val"):m.end("val")])
+    hits = 0
+
+    def sub(pm: re.Match[str]) -> str:
+        nonlocal hits
+        name, value = pm[1], pm[2]
+        if not value or value.startswith(("[REDACTED", "$", "{", "<")) or value.lower() in _NON_VALUES:
+            return pm[0]
+        if (_SESSION_COOKIE.search(name) and len(value) >= 8) or (
+                len(value) >= 16 and _HAS_ALPHA.search(value) and _HAS_DIGIT.search(value)
+                and not re.fullmatch(r"[\d.]+|GA\d[\d.]+|[\w.-]+\.[a-z]{2,}", value)):
+            hits += 1
+            return f"{name}={marker('cookie')}"
+        return pm[0]
+
+    new = _COOKIE_PAIR.sub(sub, val)
+    return (m.start("val"), m.end("val"), "cookie", new.encode()) if hits else None
+
+
+def _group(kind: str, group: str, check: Callable[[str], bool] | None = None) -> Decide:
+    """Redact one group of the match (if it passes ``check``)."""
+    def decide(m: re.Match[bytes], data: bytes) -> Edit | None:
+        value = _text(m[group])
+        if _non_value(value) or (check and not check(value)):
+            return None
+        return _edit(m, kind, group)
+
+    return decide
+
+
+def _pgpass(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """``host:port:database:user:password`` lines of ~/.pgpass."""
+    pw = _text(m["pw"])
+    return None if pw.isdigit() or _non_value(pw) else _edit(m, "password", "pw")
+
+
+def _sas(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """Azure shared access signature ``sig=`` (URL-escaped base64 of 32 bytes)."""
+    if not _at_word_start(data, m.start()) or b"=" in data[m.start("val"):m.end("val")].rstrip(b"="):
+        return None
+    return _edit(m, "azure_sas", "val")
+
+
 # ---------------------------------------------------------------- rules, in order
 
 
 def _rule(pattern: bytes, decide: Decide, *triggers: bytes, min_run: int = 0, nocase: bool = False) -> _Rule:
-    return _Rule(re.compile(pattern, re.S), decide, triggers, min_run, nocase)
+    return _Rule(re.compile(pattern, re.S | re.M), decide, triggers, min_run, nocase)
 
 
-_VALUE = (rb"""(?:[rbfu]{0,2}(?P<q>\\?["'`])(?P<qval>[^"'`\s\\\x80-\xff]{8,512}+)(?P=q)"""
-          rb"""|(?P<bval>[^\s"'`,;(){}\[\]<>&|\\\x80-\xff]{8,512}+)(?![(\[{]))""")
-# Found at a secret-ish word inside the key; _assignment() looks back for the key's start.
-_ASSIGNMENT = rb"""(?P<rest>[\w.-]{0,60}+)(?P<sep>\\?["'`]?[ \t]*(?::=|=>|[:=])[ \t]*|[ \t]+)""" + _VALUE
-_PEM_GAP = rb"(?:\s|\\[nr])*+"
+_VALUE = (rb"""(?:[rbfu]{0,2}(?P<q>\\?["'`])(?P<qval>[^"'`\r\n\\\x80-\xff]{1,512}+)(?P=q)"""
+          rb"""|(?P<bval>[^\s"'`,;{}\[\]<>&|\\\x80-\xff]{1,512}+)(?![\[{]))""")
+# Found at a secret-ish word inside the key; _assignment() looks back for the key's start. The
+# separator: `=`, `:`, `:=`, `=>`, an annotation (`TOKEN: str = `), a subscript's end
+# (`environ['KEY'] = `), a call's comma (`set("secret", "…")`) or blanks (CLI flags).
+_ASSIGNMENT = (rb"""(?P<rest>[\w.-]{0,60}+)(?P<sep>\\?["'`]?\]?[ \t]*"""
+               rb"""(?::[ \t]*[A-Za-z_][\w.\[\]|]{0,30}[ \t]*=(?![=>])|:=|=>|[:=])[ \t]*"""
+               rb"""|["'`][ \t]*,[ \t]*(?=["'`])|[ \t]+)""" + _VALUE)
+_PEM_GAP = rb"(?:\s|\\++[nr])*+"  # newlines, also escaped once or twice (JSON in JSON)
 _PEM = (rb"-----BEGIN (?P<label>[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?)-----"
         # body: base64 lines and "Proc-Type: …" headers; END may be missing from a truncated paste
         rb"(?P<body>(?:" + _PEM_GAP + rb"(?:[A-Za-z0-9+/=]{16,}+|[A-Z][A-Za-z-]*+: [^\n\\]*+))*+)"
@@ -320,20 +488,41 @@ _RULES: tuple[_Rule, ...] = (
           lambda m, data: _edit(m, "slack_webhook", "path"), b"hooks.slack.com", min_run=20),
     _rule(rb"xox[abposr]-[A-Za-z0-9-]{10,}", _token("slack_token", _random_body), b"xox", min_run=20),
     _rule(rb"xapp-[A-Za-z0-9-]{10,}", _token("slack_token", _random_body), b"xapp-", min_run=20),
-    _rule(rb"A(?:KIA|SIA)[A-Z0-9]{16}(?![A-Za-z0-9])", _token("aws_access_key_id"), b"AKIA", b"ASIA",
+    _rule(rb"A(?:KIA|SIA)[A-Z0-9]{16}(?![A-Za-z0-9])", _token("aws_access_key_id", lambda t: "EXAMPLE" not in t), b"AKIA", b"ASIA",
           min_run=20),
     _rule(rb"AIza[\w-]{35}", _token("google_api_key"), b"AIza", min_run=20),
     _rule(rb"k_(?<=[sr]k_)(?:live|test)_[A-Za-z0-9]{16,}", _stripe_key, b"k_", min_run=20),
     _rule(rb"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", _token("npm_token"), b"npm_", min_run=20),
     _rule(rb"hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9])", _token("huggingface_token", _mixed_case), b"hf_",
           min_run=20),
-    _rule(rb"""://(?P<user>[^\s:/?#@\[\]"'<>]*+):(?P<pw>[^\s/?#@"'<>]++)@(?=[\w\[.-])""", _url_password,
+    _rule(rb"""://(?P<user>[^\s:/?#@\[\]"'<>]*+):(?P<pw>[^\s/?@"'<>]++)@(?=[\w\[.-])""", _url_password,
           b"://"),
     _rule(rb"(?P<scheme>b(?:earer|asic))[ \t]+(?P<val>[\w.~+/-]{8,}=*)", _auth_header, b"bearer", b"basic",
           nocase=True),
     _rule(rb"(?P<scheme>token)[ \t]+(?P<val>[\w.~+/-]{16,}=*)", _auth_header, b"token", nocase=True),
     _rule(rb"""-(?:u|-user)[ \t=]+["']?[^\s:"'$]++:(?P<pw>[^\s"']++)""", _cli_password, b"-u"),
     _rule(rb"""-p(?P<pw>[^\s"']++)""", _mysql_password, b"mysql"),
+    *(_rule(pattern, _shape(kind), *triggers, min_run=16) for kind, pattern, triggers in SHAPES),
+    _rule(rb"(?<![a-z0-9/+=])[a-z0-9/+]{40}(?![a-z0-9/+=])", _aws_secret,
+          b"[redacted:aws_access_key_id]", b"aws", b"secret access key", min_run=40, nocase=True),
+    _rule(rb"discord(?:app)?\.com/api/webhooks/\d+/(?P<path>[\w-]{60,}+)",
+          lambda m, data: _edit(m, "webhook", "path"), b"/api/webhooks/"),
+    _rule(rb"/IncomingWebhook/(?P<path>[\w-]{30,}+)", lambda m, data: _edit(m, "webhook", "path"),
+          b"/IncomingWebhook/"),
+    _rule(rb"sig=(?P<val>[\w%+/-]{16,}+=*)", _sas, b"sig="),
+    _rule(rb"(?P<scheme>ssws)[ \t]+(?P<val>[\w-]{20,}+)", _group("okta_token", "val"), b"ssws", nocase=True),
+    _rule(rb"""(?:(?:set-)?cookie["']?[ \t]*[:=][ \t]*["']?|-b[ \t]+["']|--cookie[ \t]+["'])"""
+          rb"""(?P<val>[^\r\n"']+)""", _cookie, b"cookie", b"-b ", nocase=True),
+    _rule(rb"""name["']?[ \t]*:[ \t]*["']?(?P<key>[\w.-]{2,80}+)["']?[ \t]*(?:,[ \t]*|\r?\n[ \t]*)"""
+          rb"""["']?value["']?[ \t]*:[ \t]*(?:["'](?P<qv>[^"'\r\n]{1,512}+)["']|(?P<bv>[^\s"',}]{1,512}+))""",
+          _name_value, b"value", nocase=True),
+    _rule(rb"machine[ \t]+\S+(?:\s+(?:login|account|port)[ \t]+\S+)*+\s+password[ \t]+(?P<pw>[^\s]+)",
+          _group("password", "pw"), b"machine"),
+    _rule(rb"^[\w.*-]{1,253}:(?:\d{1,5}|\*):[\w.*-]{1,63}:[\w.*@-]{1,63}:(?P<pw>[^\s:]{1,200})[ \t]*\r?$",
+          _pgpass, b":", ),
+    _rule(rb"<(?P<tag>[\w:-]{0,30}(?:password|passwd|secret|token|apikey|api_key)[\w-]{0,20})>"
+          rb"(?P<val>[^<\r\n]{1,300})</(?P=tag)>", _group("password", "val"), b"</", nocase=True),
+    _rule(rb"""sshpass[ \t]+-p[ \t]*["']?(?P<pw>[^\s"']+)""", _group("password", "pw"), b"sshpass"),
     *(_rule(word + _ASSIGNMENT, _assignment, word, nocase=True)
       for word in (b"pass", b"pwd", b"secret", b"token", b"key", b"auth", b"cred")),
     _rule(rb"(?<![\w+/-])[\w+/-]{200,}+=*", _base64_blob, min_run=200),
@@ -343,7 +532,9 @@ KINDS: tuple[str, ...] = (
     "private", "private_key", "data_url", "jwt", "anthropic_key", "openai_key", "github_token",
     "gitlab_token", "slack_webhook", "slack_token", "aws_access_key_id", "google_api_key", "stripe_key",
     "npm_token", "huggingface_token", "url_password", "bearer_token", "basic_auth", "password", "secret",
-    "aws_secret_key", "base64",
+    "aws_secret_key", "base64", "webhook", "azure_sas", "okta_token", "cookie",
+    *dict.fromkeys(kind for kind, _, _ in SHAPES if kind not in ("gitlab_token", "huggingface_token",
+                                                                 "npm_token", "stripe_key", "slack_token", "openai_key")),
 )
 
 
