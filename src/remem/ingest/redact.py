@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,6 +54,8 @@ class _Rule:
     triggers: tuple[bytes, ...]  # the rule runs only if one of these occurs in what it searches…
     min_run: int  # …and the text has a run of this many base64/token characters
     nocase: bool  # the pattern is lower-case and searches data.lower()
+    compact: bool  # a whole token of _TOKEN_BYTES: look for its triggers in the long runs only
+    heads: tuple[bytes, ...]  # …and first of all for one of these two-byte word starts (empty: no such gate)
 
 
 # ---------------------------------------------------------------- value heuristics
@@ -241,8 +244,17 @@ def _mysql_password(m: re.Match[bytes], data: bytes) -> Edit | None:
     return _cli_password(m, data) if b"mysql" in data[line_start:m.start()] else None
 
 
-_KEY_START = re.compile(rb"(?<![\w.-])[\w.-]{0,60}\Z")
-_LINE_HEAD = re.compile(rb"(?:^|\n)[ \t]*(?:export[ \t]+)?\Z")
+_KEY_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _key_start(data: bytes, i: int) -> int:
+    """Where the key around a secret-ish word starts (at most 60 bytes back)."""
+    stop = max(0, i - 60)
+    while i > stop and data[i - 1] in _KEY_BYTES:
+        i -= 1
+    return i
+
+
 _INI_SECTION = re.compile(rb"^\[[A-Za-z][\w .:\"-]*\][ \t]*\r?$", re.M)
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _CALL_START = re.compile(r"[A-Za-z_][\w.:]*\(")
@@ -301,8 +313,7 @@ def _assignment(m: re.Match[bytes], data: bytes) -> Edit | None:
     word inside the key: redact the value when the whole key names a secret and the value is not a
     placeholder or code. A password is redacted whatever its length; other secrets need ≥ 8
     characters mixing letters with digits or symbols."""
-    start = _KEY_START.search(data, max(0, m.start() - 60), m.start())
-    key_start = start.start() if start else m.start()
+    key_start = _key_start(data, m.start())
     key = _text(data[key_start:m.end("rest")])
     kind = _key_kind(key)
     sep = m["sep"]
@@ -313,7 +324,7 @@ def _assignment(m: re.Match[bytes], data: bytes) -> Edit | None:
         return None
     group = "qval" if m["qval"] is not None else "bval"
     vstart, vend = m.start(group), m.end(group)
-    line_head = bool(_LINE_HEAD.search(data, max(0, key_start - 80), key_start)) or key_start == 0
+    line_head = data[data.rfind(b"\n", 0, key_start) + 1:key_start].strip() in (b"", b"export")
     if group == "bval":
         vend = _trim(data, vstart, vend)
         value = _text(data[vstart:vend])
@@ -376,6 +387,14 @@ def _shape(kind: str) -> Decide:
         return None if _WORDY.fullmatch(token) else _edit(m, kind)
 
     return decide
+
+
+def _discord(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """A Discord bot token ``<base64 user id>.<6>.<27-38>``, found at its first dot."""
+    head = re.search(rb"(?<![\w.-])[MNO][A-Za-z\d]{23,25}\Z", data[max(0, m.start() - 26):m.start()])
+    if head is None or not (_HAS_DIGIT.search(_text(m[0])) and _mixed_case(_text(m[0]))):
+        return None
+    return m.start() - (len(head[0])), m.end(), "discord_token", marker("discord_token").encode()
 
 
 def _aws_secret(m: re.Match[bytes], data: bytes) -> Edit | None:
@@ -454,8 +473,12 @@ def _sas(m: re.Match[bytes], data: bytes) -> Edit | None:
 # ---------------------------------------------------------------- rules, in order
 
 
-def _rule(pattern: bytes, decide: Decide, *triggers: bytes, min_run: int = 0, nocase: bool = False) -> _Rule:
-    return _Rule(re.compile(pattern, re.S | re.M), decide, triggers, min_run, nocase)
+def _rule(pattern: bytes, decide: Decide, *triggers: bytes, min_run: int = 0, nocase: bool = False,
+          heads: tuple[bytes, ...] | None = None) -> _Rule:
+    compact = 16 <= min_run <= 100 and not nocase  # provider tokens: ≥ min_run token characters
+    if heads is None:  # a token whose pattern starts with two literal letters starts a word with them
+        heads = (pattern[:2],) if compact and re.match(rb"[A-Za-z0-9]{2}", pattern) else ()
+    return _Rule(re.compile(pattern, re.S | re.M), decide, triggers, min_run, nocase, compact, heads)
 
 
 _VALUE = (rb"""(?:[rbfu]{0,2}(?P<q>\\?["'`])(?P<qval>[^"'`\r\n\\\x80-\xff]{1,512}+)(?P=q)"""
@@ -489,9 +512,9 @@ _RULES: tuple[_Rule, ...] = (
     _rule(rb"xox[abposr]-[A-Za-z0-9-]{10,}", _token("slack_token", _random_body), b"xox", min_run=20),
     _rule(rb"xapp-[A-Za-z0-9-]{10,}", _token("slack_token", _random_body), b"xapp-", min_run=20),
     _rule(rb"A(?:KIA|SIA)[A-Z0-9]{16}(?![A-Za-z0-9])", _token("aws_access_key_id", lambda t: "EXAMPLE" not in t), b"AKIA", b"ASIA",
-          min_run=20),
+          min_run=20, heads=(b"AK", b"AS")),
     _rule(rb"AIza[\w-]{35}", _token("google_api_key"), b"AIza", min_run=20),
-    _rule(rb"k_(?<=[sr]k_)(?:live|test)_[A-Za-z0-9]{16,}", _stripe_key, b"k_", min_run=20),
+    _rule(rb"k_(?<=[sr]k_)(?:live|test)_[A-Za-z0-9]{16,}", _stripe_key, b"k_", min_run=20, heads=(b"sk", b"rk")),
     _rule(rb"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", _token("npm_token"), b"npm_", min_run=20),
     _rule(rb"hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9])", _token("huggingface_token", _mixed_case), b"hf_",
           min_run=20),
@@ -505,26 +528,32 @@ _RULES: tuple[_Rule, ...] = (
     *(_rule(pattern, _shape(kind), *triggers, min_run=16) for kind, pattern, triggers in SHAPES),
     _rule(rb"(?<![a-z0-9/+=])[a-z0-9/+]{40}(?![a-z0-9/+=])", _aws_secret,
           b"[redacted:aws_access_key_id]", b"aws", b"secret access key", min_run=40, nocase=True),
+    _rule(rb"\.(?<=[A-Za-z\d]{23}\.)[\w-]{6}\.[\w-]{27,38}(?![\w.-])", _discord, b".", min_run=58, heads=()),
     _rule(rb"discord(?:app)?\.com/api/webhooks/\d+/(?P<path>[\w-]{60,}+)",
-          lambda m, data: _edit(m, "webhook", "path"), b"/api/webhooks/"),
+          lambda m, data: _edit(m, "webhook", "path"), b"/api/webhooks/", min_run=20, heads=()),
     _rule(rb"/IncomingWebhook/(?P<path>[\w-]{30,}+)", lambda m, data: _edit(m, "webhook", "path"),
-          b"/IncomingWebhook/"),
+          b"/IncomingWebhook/", min_run=20, heads=()),
     _rule(rb"sig=(?P<val>[\w%+/-]{16,}+=*)", _sas, b"sig="),
     _rule(rb"(?P<scheme>ssws)[ \t]+(?P<val>[\w-]{20,}+)", _group("okta_token", "val"), b"ssws", nocase=True),
-    _rule(rb"""(?:(?:set-)?cookie["']?[ \t]*[:=][ \t]*["']?|-b[ \t]+["']|--cookie[ \t]+["'])"""
-          rb"""(?P<val>[^\r\n"']+)""", _cookie, b"cookie", b"-b ", nocase=True),
+    _rule(rb"""cookie["']?(?:[ \t]*[:=][ \t]*["']?|[ \t]+["'])(?P<val>[^\r\n"']+)""", _cookie, b"cookie",
+          nocase=True),
+    _rule(rb"""-b[ \t]+["'](?P<val>[^\r\n"']+)""", _cookie, b"-b "),
     _rule(rb"""name["']?[ \t]*:[ \t]*["']?(?P<key>[\w.-]{2,80}+)["']?[ \t]*(?:,[ \t]*|\r?\n[ \t]*)"""
           rb"""["']?value["']?[ \t]*:[ \t]*(?:["'](?P<qv>[^"'\r\n]{1,512}+)["']|(?P<bv>[^\s"',}]{1,512}+))""",
           _name_value, b"value", nocase=True),
     _rule(rb"machine[ \t]+\S+(?:\s+(?:login|account|port)[ \t]+\S+)*+\s+password[ \t]+(?P<pw>[^\s]+)",
           _group("password", "pw"), b"machine"),
     _rule(rb"^[\w.*-]{1,253}:(?:\d{1,5}|\*):[\w.*-]{1,63}:[\w.*@-]{1,63}:(?P<pw>[^\s:]{1,200})[ \t]*\r?$",
-          _pgpass, b":", ),
+          _pgpass, b":*:", b":5432:", b"pgpass"),
     _rule(rb"<(?P<tag>[\w:-]{0,30}(?:password|passwd|secret|token|apikey|api_key)[\w-]{0,20})>"
           rb"(?P<val>[^<\r\n]{1,300})</(?P=tag)>", _group("password", "val"), b"</", nocase=True),
     _rule(rb"""sshpass[ \t]+-p[ \t]*["']?(?P<pw>[^\s"']+)""", _group("password", "pw"), b"sshpass"),
-    *(_rule(word + _ASSIGNMENT, _assignment, word, nocase=True)
-      for word in (b"pass", b"pwd", b"secret", b"token", b"key", b"auth", b"cred")),
+    # the lookaheads skip common words whose keys never name a secret (passed, tokens, keyboard, author)
+    *(_rule(word + skip + _ASSIGNMENT, _assignment, word, nocase=True) for word, skip in (
+        (b"pass", rb"(?!ed|es\b|ing|ive|age|through)"), (b"pwd", b""), (b"secret", b""),
+        (b"token", rb"(?!iz|s\b|_count|_type)"),
+        (b"key", rb"(?!board|word|s\b|stroke|frame|event|code|down|up\b|press|map|err|ed\b)"),
+        (b"auth", rb"(?!or\b|ors\b|ored|oring|ority|entic)"), (b"cred", b""))),
     _rule(rb"(?<![\w+/-])[\w+/-]{200,}+=*", _base64_blob, min_run=200),
 )
 
@@ -532,7 +561,7 @@ KINDS: tuple[str, ...] = (
     "private", "private_key", "data_url", "jwt", "anthropic_key", "openai_key", "github_token",
     "gitlab_token", "slack_webhook", "slack_token", "aws_access_key_id", "google_api_key", "stripe_key",
     "npm_token", "huggingface_token", "url_password", "bearer_token", "basic_auth", "password", "secret",
-    "aws_secret_key", "base64", "webhook", "azure_sas", "okta_token", "cookie",
+    "aws_secret_key", "base64", "webhook", "azure_sas", "okta_token", "cookie", "discord_token",
     *dict.fromkeys(kind for kind, _, _ in SHAPES if kind not in ("gitlab_token", "huggingface_token",
                                                                  "npm_token", "stripe_key", "slack_token", "openai_key")),
 )
@@ -557,13 +586,60 @@ def _apply(rule: _Rule, data: bytes, haystack: bytes, kinds: dict[str, int]) -> 
 
 _RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
 _RUN_MASK = bytes(ord("a") if c in _RUN_CHARS else ord(" ") for c in range(256))
-_MIN_RUNS = sorted({r.min_run for r in _RULES} - {0})
+_MIN_RUNS = sorted({r.min_run for r in _RULES if not r.compact} - {0})  # compact: see _long_runs
 
 
 def _views(data: bytes) -> tuple[bytes, dict[int, bool]]:
     """The lower-cased text, and which run lengths (of base64/token characters) it contains."""
     masked = data.translate(_RUN_MASK)
     return data.lower(), {0: True} | {n: b"a" * n in masked for n in _MIN_RUNS}
+
+
+# Consecutive rules that look for provider tokens form one stage, skipped at once on short text.
+# Each rule as a plain tuple, because the loop below runs ~85 times per call.
+_Step = tuple[_Rule, tuple[bytes, ...], int, bool]
+
+
+@dataclass(frozen=True, slots=True)
+class _Stage:
+    compact: bool
+    steps: tuple[_Step, ...]
+    by_head: dict[bytes, tuple[int, ...]]  # compact stages: word start → the steps it can begin
+    always: frozenset[int]  # steps without a word-start gate
+
+
+def _stage(compact: bool, rules: list[_Rule]) -> _Stage:
+    by_head: dict[bytes, list[int]] = {}
+    for i, r in enumerate(rules):
+        for h in r.heads:
+            by_head.setdefault(h, []).append(i)
+    return _Stage(compact, tuple((r, r.triggers, r.min_run, r.nocase) for r in rules),
+                  {h: tuple(ix) for h, ix in by_head.items()}, frozenset(i for i, r in enumerate(rules) if not r.heads))
+
+
+_STAGES: tuple[_Stage, ...] = tuple(
+    _stage(compact, list(group)) for compact, group in itertools.groupby(_RULES, key=lambda r: r.compact))
+
+_TOKEN_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:~+/=-"
+_TOKEN_MASK = bytes(c if c in _TOKEN_BYTES else 32 for c in range(256))
+
+
+def _long_runs(data: bytes) -> tuple[bytes, int]:
+    """The runs of 16+ token characters, joined by blanks: every provider token lies inside one,
+    so its prefix is searched in these few hundred bytes instead of the whole text (C speed:
+    translate and split). Also the longest run's length."""
+    runs = [w for w in data.translate(_TOKEN_MASK).split() if len(w) >= 16]
+    return b" ".join(runs), max(map(len, runs), default=0)
+
+
+_WORD_MASK = bytes(c if chr(c).isascii() and chr(c).isalnum() else 32 for c in range(256))
+
+
+def _word_heads(long_runs: bytes) -> frozenset[bytes]:
+    """The first two bytes of every word in the long runs: a set lookup rules out most providers
+    without a substring search each."""
+    return frozenset([w[:2] for w in long_runs.translate(_WORD_MASK).split()])
+
 
 
 def _has_any(haystack: bytes, triggers: tuple[bytes, ...]) -> bool:
@@ -580,14 +656,38 @@ def redact(text: str) -> RedactResult:
         return RedactResult(text, 0, kinds)
     data = text.encode("utf-8", "surrogatepass")
     low, runs = _views(data)
-    for rule in _RULES:
-        haystack = low if rule.nocase else data
-        if not (runs[rule.min_run] and _has_any(haystack, rule.triggers)):
-            continue
-        new = _apply(rule, data, haystack, kinds)
-        if new is not data:
-            data = new
-            low, runs = _views(data)
+    long_runs: bytes | None = None
+    longest = 0
+    heads: frozenset[bytes] | None = None
+    for stage in _STAGES:
+        compact, steps = stage.compact, stage.steps
+        if compact:
+            if long_runs is None:
+                long_runs, longest = _long_runs(data)
+            if not long_runs:  # no run of 16 token characters: no provider token at all
+                continue
+            if heads is None:
+                heads = _word_heads(long_runs)
+            picked = set(stage.always)
+            for h in heads & stage.by_head.keys():
+                picked.update(stage.by_head[h])
+            steps = tuple(steps[i] for i in sorted(picked))
+        for rule, triggers, min_run, nocase in steps:
+            if min_run and (min_run > longest if compact else not runs[min_run]):
+                continue
+            haystack = low if nocase else data
+            if triggers:
+                gate = long_runs if compact else haystack
+                for t in triggers:  # most rules are skipped by one substring search
+                    if t in gate:  # type: ignore[operator]
+                        break
+                else:
+                    continue
+            new = _apply(rule, data, haystack, kinds)
+            if new is not data:
+                data = new
+                low, runs = _views(data)
+                long_runs, longest = _long_runs(data) if compact else (None, 0)  # the heads only lose words
     return RedactResult(data.decode("utf-8", "surrogatepass"), sum(kinds.values()), kinds)
 
 
