@@ -107,7 +107,7 @@ _NOT_SECRET_LAST = frozenset({
     "header", "endpoint", "expiry", "expires", "at", "mode", "enabled", "required", "hint", "arn",
     "state", "status", "flags", "ldflags", "cflags", "policy", "strength", "rule", "rules", "option",
     "options", "config", "manager", "store", "prompt", "label", "input", "hash", "hashed", "digest",
-    "salt", "reset", "changed", "confirm", "confirmation", "validator", "hasher", "provider", "pattern",
+    "salt", "changed", "validator", "hasher", "provider", "pattern", "stdin", "policy", "length",
     "regex", "re", "info", "kind", "class", "cls", "error", "errors", "message", "msg", "help", "doc",
     "widget", "form", "schema", "test", "tests", "spec", "handler", "callback", "fn", "func", "method",
 })
@@ -265,6 +265,7 @@ _NON_VALUES = frozenset({
     "yes", "no", "on", "off", "auto", "disabled", "enabled", "prompt", "stdin", "env", "file", "ask",
 })
 _PLACEHOLDER_PARTS = ("your", "example", "placeholder", "changeme", "xxxx", "...", "…", "redacted", "dummy")
+_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@%+~/-]*")  # PWD=/home/alice/app, key_file: ./certs/x
 _WEAK_SECRET_WORDS = frozenset({"auth", "authorization", "credential", "credentials"})
 
 
@@ -273,7 +274,8 @@ def _non_value(value: str) -> bool:
     ``********``, ``changeme``, ``your-api-key``, ``str``, ``None``."""
     low = value.lower()
     return (value.startswith(_PLACEHOLDER_START) or low in _NON_VALUES or len(set(value)) == 1
-            or any(p in low for p in _PLACEHOLDER_PARTS) or bool(_TEMPLATE.search(value)))
+            or any(p in low for p in _PLACEHOLDER_PARTS) or bool(_TEMPLATE.search(value))
+            or bool(_PATH.fullmatch(value)))
 
 
 def _code_value(value: str, data: bytes, end: int, sep: bytes, key_start: int, line_head: bool) -> bool:
@@ -382,7 +384,10 @@ def _shape(kind: str) -> Decide:
     """A provider token from secret_shapes: starts a word and has a random body."""
     def decide(m: re.Match[bytes], data: bytes) -> Edit | None:
         token = _text(m[0])
-        if not _at_word_start(data, m.start()) or not (_HAS_DIGIT.search(token) or _mixed_case(token)):
+        start = m.start()
+        if not (_at_word_start(data, start) or data[start - 4:start] == b"/bot"):  # Telegram's API URLs
+            return None
+        if not (_HAS_DIGIT.search(token) or _mixed_case(token)):
             return None
         return None if _WORDY.fullmatch(token) else _edit(m, kind)
 
@@ -455,6 +460,26 @@ def _group(kind: str, group: str, check: Callable[[str], bool] | None = None) ->
         return _edit(m, kind, group)
 
     return decide
+
+
+def _xml_element(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """``<password>…</password>``, ``<apiToken>…</apiToken>`` (not ``<passwordPolicy>``)."""
+    kind = _key_kind(_text(data[m.start("tag"):m.end("tag")]))
+    value = _text(data[m.start("val"):m.end("val")])
+    if kind is None or _non_value(value) or (kind != "password" and not _looks_secret(value, 8, True)):
+        return None
+    return m.start("val"), m.end("val"), kind, marker(kind).encode()
+
+
+def _prose_password(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """"the password is tr0ub4dor", "use password Zebra77! to log in": a value that mixes letters
+    with digits (so "the password reset flow" and "passwd anonymous@" stay)."""
+    pw = _text(data[m.start("pw"):m.end("pw")]).rstrip(".,;:!?)")
+    if len(pw) < 4 or pw.isalpha() or pw.startswith("!") or _non_value(pw) or not _HAS_ALPHA.search(pw):
+        return None
+    if not _HAS_DIGIT.search(pw) or _CODE_REF.fullmatch(pw) or _CALL_START.match(pw):
+        return None
+    return m.start("pw"), m.start("pw") + len(pw.encode()), "password", marker("password").encode()
 
 
 def _pgpass(m: re.Match[bytes], data: bytes) -> Edit | None:
@@ -538,15 +563,15 @@ _RULES: tuple[_Rule, ...] = (
     _rule(rb"""cookie["']?(?:[ \t]*[:=][ \t]*["']?|[ \t]+["'])(?P<val>[^\r\n"']+)""", _cookie, b"cookie",
           nocase=True),
     _rule(rb"""-b[ \t]+["'](?P<val>[^\r\n"']+)""", _cookie, b"-b "),
-    _rule(rb"""name["']?[ \t]*:[ \t]*["']?(?P<key>[\w.-]{2,80}+)["']?[ \t]*(?:,[ \t]*|\r?\n[ \t]*)"""
-          rb"""["']?value["']?[ \t]*:[ \t]*(?:["'](?P<qv>[^"'\r\n]{1,512}+)["']|(?P<bv>[^\s"',}]{1,512}+))""",
+    _rule(rb"""(?:name|key)["']?[ \t]*[:=][ \t]*["']?(?P<key>[\w.-]{2,80}+)["']?[ \t]*(?:,[ \t]*|\r?\n[ \t]*|[ \t]+)"""
+          rb"""["']?value["']?[ \t]*[:=][ \t]*(?:["'](?P<qv>[^"'\r\n]{1,512}+)["']|(?P<bv>[^\s"',}]{1,512}+))""",
           _name_value, b"value", nocase=True),
     _rule(rb"machine[ \t]+\S+(?:\s+(?:login|account|port)[ \t]+\S+)*+\s+password[ \t]+(?P<pw>[^\s]+)",
           _group("password", "pw"), b"machine"),
     _rule(rb"^[\w.*-]{1,253}:(?:\d{1,5}|\*):[\w.*-]{1,63}:[\w.*@-]{1,63}:(?P<pw>[^\s:]{1,200})[ \t]*\r?$",
           _pgpass, b":*:", b":5432:", b"pgpass"),
     _rule(rb"<(?P<tag>[\w:-]{0,30}(?:password|passwd|secret|token|apikey|api_key)[\w-]{0,20})>"
-          rb"(?P<val>[^<\r\n]{1,300})</(?P=tag)>", _group("password", "val"), b"</", nocase=True),
+          rb"(?P<val>[^<\r\n]{1,300})</(?P=tag)>", _xml_element, b"</", nocase=True),
     _rule(rb"""sshpass[ \t]+-p[ \t]*["']?(?P<pw>[^\s"']+)""", _group("password", "pw"), b"sshpass"),
     # the lookaheads skip common words whose keys never name a secret (passed, tokens, keyboard, author)
     *(_rule(word + skip + _ASSIGNMENT, _assignment, word, nocase=True) for word, skip in (
@@ -554,6 +579,10 @@ _RULES: tuple[_Rule, ...] = (
         (b"token", rb"(?!iz|s\b|_count|_type)"),
         (b"key", rb"(?!board|word|s\b|stroke|frame|event|code|down|up\b|press|map|err|ed\b)"),
         (b"auth", rb"(?!or\b|ors\b|ored|oring|ority|entic)"), (b"cred", b""))),
+    _rule(rb"(?:password|passphrase|passwd)(?:[ \t]+(?:is|was))?[ \t]*:?[ \t]+[\"'`]?(?P<pw>[^\s\"'`<>]{4,64})",
+          _prose_password, b"pass", nocase=True),
+    _rule(rb"""AC[0-9a-f]{32}["']?[ \t]*,[ \t]*["']?(?P<tok>[0-9a-f]{32})(?![0-9a-zA-Z])""",
+          lambda m, data: _edit(m, "twilio_token", "tok"), b"AC"),
     _rule(rb"(?<![\w+/-])[\w+/-]{200,}+=*", _base64_blob, min_run=200),
 )
 
@@ -561,7 +590,7 @@ KINDS: tuple[str, ...] = (
     "private", "private_key", "data_url", "jwt", "anthropic_key", "openai_key", "github_token",
     "gitlab_token", "slack_webhook", "slack_token", "aws_access_key_id", "google_api_key", "stripe_key",
     "npm_token", "huggingface_token", "url_password", "bearer_token", "basic_auth", "password", "secret",
-    "aws_secret_key", "base64", "webhook", "azure_sas", "okta_token", "cookie", "discord_token",
+    "aws_secret_key", "base64", "webhook", "azure_sas", "okta_token", "cookie", "discord_token", "twilio_token",
     *dict.fromkeys(kind for kind, _, _ in SHAPES if kind not in ("gitlab_token", "huggingface_token",
                                                                  "npm_token", "stripe_key", "slack_token", "openai_key")),
 )

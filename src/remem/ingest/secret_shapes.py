@@ -52,7 +52,7 @@ SHAPES: tuple[Shape, ...] = (
     ("sendgrid_key", rb"SG\.[\w-]{22}\.[\w-]{43}(?![\w-])", (b"SG.",)),
     ("mailgun_key", rb"key-[0-9a-f]{32}(?![0-9a-zA-Z])", (b"key-",)),
     ("brevo_key", rb"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}", (b"xkeysib-",)),
-    ("telegram_token", rb"(?<![\w:])\d{8,10}:AA[\w-]{33}(?![\w-])", (b":AA",)),
+    ("telegram_token", rb"(?:(?<![\w:])|(?<=/bot))\d{8,10}:AA[\w-]{33}(?![\w-])", (b":AA",)),
     ("slack_token", rb"xox[ec]-[\w-]{20,}+", (b"xoxe-", b"xoxc-")),
     # SaaS APIs
     ("linear_key", rb"lin_(?:api|oauth)_[A-Za-z0-9]{40}(?![\w-])", (b"lin_api_", b"lin_oauth_")),
