@@ -260,9 +260,18 @@ def _aws_secret(m: re.Match[bytes], data: bytes) -> Edit | None:
     return _edit(m, "aws_secret_key")
 
 
+_NAME_BEFORE = re.compile(rb"""(?:name|key)["']?[ \t]*[:=][ \t]*["']?(?P<key>[\w.-]{2,80}+)["']?"""
+                          rb"""[ \t]*(?:,[ \t]*|\r?\n[ \t]*(?:-[ \t]*)?|[ \t]+)["']?\Z""")
+
+
 def _name_value(m: re.Match[bytes], data: bytes) -> Edit | None:
-    """``- name: DB_PASSWORD`` then ``value: …`` (Kubernetes env, ECS, GitHub Actions)."""
-    kind = _key_kind(_text(data[m.start("key"):m.end("key")]))
+    """``- name: DB_PASSWORD`` then ``value: …`` (Kubernetes env, ECS, GitHub Actions,
+    ``<add key="…" value="…"/>``), found at ``value`` (lower case) with the name just before it."""
+    window = data[max(0, m.start() - 120):m.start()]
+    head = _NAME_BEFORE.search(window.lower())
+    if head is None:
+        return None
+    kind = _key_kind(_text(window[head.start("key"):head.end("key")]))
     group = "qv" if m["qv"] is not None else "bv"
     value = _text(data[m.start(group):m.end(group)])
     if kind is None or _non_value(value):
@@ -410,8 +419,7 @@ _RULES: tuple[_Rule, ...] = (
     _rule(rb"""cookie["']?(?:[ \t]*[:=][ \t]*["']?|[ \t]+["'])(?P<val>[^\r\n"']+)""", _cookie, b"cookie",
           nocase=True),
     _rule(rb"""-b[ \t]+["'](?P<val>[^\r\n"']+)""", _cookie, b"-b "),
-    _rule(rb"""(?:name|key)["']?[ \t]*[:=][ \t]*["']?(?P<key>[\w.-]{2,80}+)["']?[ \t]*(?:,[ \t]*|\r?\n[ \t]*|[ \t]+)"""
-          rb"""["']?value["']?[ \t]*[:=][ \t]*(?:["'](?P<qv>[^"'\r\n]{1,512}+)["']|(?P<bv>[^\s"',}]{1,512}+))""",
+    _rule(rb"""value["']?[ \t]*[:=][ \t]*(?:["'](?P<qv>[^"'\r\n]{1,512}+)["']|(?P<bv>[^\s"',}]{1,512}+))""",
           _name_value, b"value", nocase=True),
     _rule(rb"machine[ \t]+\S+(?:\s+(?:login|account|port)[ \t]+\S+)*+\s+password[ \t]+(?P<pw>[^\s]+)",
           _group("password", "pw"), b"machine"),

@@ -131,7 +131,6 @@ _NON_VALUES = frozenset({
     "yes", "no", "on", "off", "auto", "disabled", "enabled", "prompt", "stdin", "env", "file", "ask",
 })
 _PLACEHOLDER_PARTS = ("your", "example", "placeholder", "changeme", "xxxx", "...", "…", "redacted", "dummy")
-_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@%+~/-]*")  # PWD=/home/alice/app, key_file: ./certs/x
 _WEAK_SECRET_WORDS = frozenset({"auth", "authorization", "credential", "credentials"})
 
 
@@ -141,7 +140,7 @@ def _non_value(value: str) -> bool:
     low = value.lower()
     return (value.startswith(_PLACEHOLDER_START) or low in _NON_VALUES or len(set(value)) == 1
             or any(p in low for p in _PLACEHOLDER_PARTS) or bool(_TEMPLATE.search(value))
-            or bool(_PATH.fullmatch(value)))
+            or (value.startswith(("/", "~/", "./", "../")) and bool(_WORDY.fullmatch(value))))
 
 
 def _code_value(value: str, data: bytes, end: int, sep: bytes, key_start: int, line_head: bool) -> bool:
