@@ -6,9 +6,11 @@ not an identifier). ``triggers`` are literal bytes of which one must occur for t
 (a fast substring search), so a row costs almost nothing on text without its prefix. A trigger
 that starts the token also gates by its first two bytes (see redact._word_heads).
 
-The shapes follow the providers' documented formats, as collected by gitleaks' MIT-licensed rule
-set (https://github.com/gitleaks/gitleaks, config/gitleaks.toml) and detect-secrets' plugins; the
-regexes are written here for Python's engine and for speed (a literal first, possessive bodies).
+The shapes follow the providers' documented token formats (the ones secret scanners such as
+gitleaks and detect-secrets also recognise); the regexes are written here, for Python's engine and
+for speed (a literal first, possessive bodies), rather than translated from a scanner's rule file:
+those rules are tuned for scanning repositories and carry noisy generic rules and allowlists of
+their own, and remem runs on every turn.
 Stdlib only: the hook process imports this.
 """
 
