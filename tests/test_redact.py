@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import base64
 import importlib.util
+import json
 import random
 import sys
 import sysconfig
@@ -198,11 +199,12 @@ def test_replacement_keeps_context(text: str, expected: str) -> None:
     assert redact_text(_fill(text)) == _fill(expected)
 
 
-def test_yaml_flow_mapping_is_a_known_gap() -> None:
-    # `key: bare_value,` reads as a type annotation or an object literal's variable, so a bare
-    # value inside a YAML flow mapping is left alone (quoted values are still caught).
-    assert redact_text(_fill("{{password: {pw}, user: app}}")) == _fill("{{password: {pw}, user: app}}")
+def test_yaml_flow_mapping_password_is_redacted() -> None:
+    # a password is a literal whatever its shape; only a bare identifier (`{password: pw}`) reads as
+    # an object literal's variable and is left alone
+    assert redact_text(_fill("{{password: {pw}, user: app}}")) == "{password: [REDACTED:password], user: app}"
     assert redact_text(_fill("{{password: '{pw}', user: app}}")) == "{password: '[REDACTED:password]', user: app}"
+    assert redact_text("const opts = { password: pw, user };") == "const opts = { password: pw, user };"
 
 
 def test_unicode_around_secrets_survives() -> None:
@@ -357,8 +359,9 @@ def test_real_code_is_untouched() -> None:
     assert altered == []
 
 
-def test_module_imports_only_stdlib() -> None:
-    tree = ast.parse(Path(redact_module.__file__).read_text(encoding="utf-8"))
+@pytest.mark.parametrize("name", ["redact.py", "secret_shapes.py", "secret_values.py"])
+def test_module_imports_only_stdlib(name: str) -> None:
+    tree = ast.parse((Path(redact_module.__file__).parent / name).read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
@@ -366,6 +369,174 @@ def test_module_imports_only_stdlib() -> None:
             names = [node.module or ""]
         else:
             continue
+        if isinstance(node, ast.ImportFrom) and node.level:  # a sibling: must be stdlib-only too
+            assert names[0] in ("secret_shapes", "secret_values"), names
+            continue
         for name in names:
             top = name.split(".")[0]
             assert top == "__future__" or top in sys.stdlib_module_names, name
+
+
+# ---------------------------------------------------------------- issue 13: a broader corpus, through the real face
+
+_spec2 = importlib.util.spec_from_file_location(
+    "redact_fixture_corpus", Path(__file__).parent / "fixtures" / "redact" / "corpus.py")
+assert _spec2 and _spec2.loader
+corpus2 = importlib.util.module_from_spec(_spec2)
+sys.modules["redact_fixture_corpus"] = corpus2
+_spec2.loader.exec_module(corpus2)
+
+BROAD_SECRETS = corpus2.secret_cases()
+LOOKALIKES = corpus2.lookalike_cases()
+
+
+def test_broad_corpora_are_big_and_varied() -> None:
+    families = {c.family for c in BROAD_SECRETS}
+    assert len(BROAD_SECRETS) >= 800 and len(families) >= 60, (len(BROAD_SECRETS), len(families))
+    assert len(LOOKALIKES) >= 700
+
+
+def test_broad_corpus_through_add_and_get(mem) -> None:
+    """Every case stored with the library's add and read back with get: >= 99 % of the secrets
+    gone, <= 1 % of the look-alikes changed."""
+    missed = []
+    for case in BROAD_SECRETS:
+        stored = mem.get(mem.add(case.text).id)["request"]
+        if any(s in stored for s in case.secrets):
+            missed.append((case.family, stored[:200]))
+    caught = 1 - len(missed) / len(BROAD_SECRETS)
+    altered = []
+    for text in LOOKALIKES:
+        stored = mem.get(mem.add(text).id)["request"]
+        if stored != text.strip():
+            altered.append((text[:200], stored[:200]))
+    assert caught >= 0.99, f"caught {caught:.2%}; missed e.g. {missed[:5]}"
+    assert len(altered) / len(LOOKALIKES) <= 0.01, f"altered e.g. {altered[:5]}"
+
+
+def _shapes() -> dict[str, tuple[str, str]]:
+    """The shapes issue 13 found in clear after `remem add` → `remem get`: (text, secret)."""
+    r = random.Random(13)
+    pem = corpus2.pem(r, "PRIVATE KEY")
+    kid, sec = corpus2.TOKENS["aws_access_key_id"](r), corpus2.TOKENS["aws_secret"](r)
+    env_value = corpus2.rand(r, 6) + "(x*" + corpus2.rand(r, 4) + "%#" + corpus2.rand(r, 3)
+    return {
+        "short password, yaml": ("password: hunter2secret", "hunter2secret"),
+        "short password, env": ("password=hunter2", "hunter2"),
+        "all-letter password": ("db:\n  user: app\n  password: correcthorse\n", "correcthorse"),
+        "aws csv": (f"Access key ID,Secret access key\n{kid},{sec}\n", sec),
+        "aws prose": (f"the IAM user got key id {kid} and secret {sec}", sec),
+        "sendgrid": ("mail key " + (t := corpus2.TOKENS["sendgrid"](r)), t),
+        "telegram": ("bot token " + (t := corpus2.TOKENS["telegram"](r)), t),
+        "discord": ("DISCORD bot " + (t := corpus2.TOKENS["discord"](r)), t),
+        "digitalocean": ("doctl auth init -t " + (t := corpus2.TOKENS["digitalocean"](r)), t),
+        "azure sas": ("https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig="
+                      + (t := corpus2.TOKENS["azure_sas_sig"](r)), t),
+        "okta": ("Authorization: SSWS " + (t := corpus2.TOKENS["okta"](r)), t),
+        "session cookie": ("Cookie: theme=dark; sessionid=" + (t := corpus2.rand(r, 32, corpus2.LOWER)), t),
+        ".env symbols": (f"NODE_ENV=production\nSESSION_SECRET={env_value}\n", env_value),
+        "pem in json in json": (json.dumps(json.dumps({"private_key": pem})), pem.splitlines()[2]),
+    }
+
+
+def test_issue_shapes_through_the_cli(cli) -> None:
+    """`remem add` then `remem get`, the way the issue measured it."""
+    for name, (text, secret) in _shapes().items():
+        added = cli("add", "--json", "-", input=text.encode())
+        assert added.returncode == 0, added.stderr
+        got = cli("get", "--json", json.loads(added.stdout)["id"])
+        assert got.returncode == 0, got.stderr
+        request = json.loads(got.stdout)["request"]
+        assert secret not in request, (name, request)
+        assert "[REDACTED:" in request, (name, request)
+
+
+@pytest.mark.parametrize("text", [
+    "password: ${DB_PASSWORD}", "password: '********'", "password: <your password>", "password: changeme",
+    "password = getpass.getpass()", "conn = connect(user=user, password=password)", "password: str",
+    "PWD=/home/alice/app", "docker login --password-stdin < ~/.token", "- password:     The password to use.",
+])
+def test_password_placeholders_and_code_stay(text: str) -> None:
+    # the documented non-values: placeholders, masks, types, code, paths and prose
+    assert redact_text(text) == text
+
+
+@pytest.mark.parametrize(("text", "clear"), [
+    ("password: hunter2secret", "hunter2secret"), ("password=hunter2", "hunter2"), ("pwd: abc", "abc"),
+    ('{"password": "x1"}', "x1"), ("--password hunter", "hunter"), ("mysql://u:pw1@db/x", "pw1"),
+    ("https://h/login?user=a&password=swordfish&next=/", "swordfish"), ("[db]\npassword = swordfish\n", "swordfish"),
+])
+def test_any_password_value_is_redacted_whatever_its_length(text: str, clear: str) -> None:
+    assert clear not in redact_text(text), redact_text(text)
+
+
+# ---------------------------------------------------------------- hook state and logs
+
+
+def _tree_bytes(root: Path) -> list[tuple[Path, bytes]]:
+    return [(p, p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()]
+
+
+def test_hook_payload_secret_never_reaches_disk(remem_home, mem, monkeypatch) -> None:
+    """A prompt and a tool output with secrets: nothing under REMEM_HOME (database, WAL, hook
+    state, logs) holds them in clear, while the turn is open and after it ends."""
+    from remem.integrations import log, runtime
+
+    monkeypatch.setenv("REMEM_PORT", "9")  # no daemon: the SQLite fallback writes the database
+    r = random.Random(18)
+    ghp, sg, pw = corpus2.TOKENS["github"](r), corpus2.TOKENS["sendgrid"](r), "hunter2"
+    kid, sec = corpus2.TOKENS["aws_access_key_id"](r), corpus2.TOKENS["aws_secret"](r)
+    secrets = [ghp, sg, kid, sec]
+    base = {"session_id": "leak-1", "cwd": "/home/alice/app"}
+
+    def call(event: str, payload: dict) -> None:
+        runtime.run("codex", event, json.dumps({**base, **payload}).encode())
+
+    call("UserPromptSubmit", {"prompt": f"deploy with GITHUB_TOKEN={ghp} and password={pw}", "turn_id": "t1"})
+    call("PostToolUse", {"tool_name": "Bash", "tool_input": {"command": "cat ~/.aws/credentials.csv"},
+                         "tool_response": f"Access key ID,Secret access key\n{kid},{sec}\nSENDGRID={sg}\n",
+                         "tool_use_id": "c1"})
+    log.write(remem_home, "warn", f"upstream said: bad key {sg}")
+    state_files = list((remem_home / "hooks" / "state").glob("*.json"))
+    assert state_files, "the open turn is kept in a state file"
+    for path, data in _tree_bytes(remem_home):
+        for s in secrets:
+            assert s.encode() not in data, (path, s)
+        assert b"password=hunter2" not in data, path
+    call("Stop", {"last_assistant_message": f"Done; rotated {ghp}.", "turn_id": "t1"})
+    for path, data in _tree_bytes(remem_home):
+        for s in secrets:
+            assert s.encode() not in data, (path, s)
+    [turn] = mem.list(agent="codex")
+    assert "[REDACTED:github_token]" in turn["request"] and "[REDACTED:aws_secret_key]" in turn["actions"][0]["output"]
+
+
+def test_state_redaction_skips_what_was_already_redacted(remem_home) -> None:
+    from remem.integrations import state
+
+    tok = corpus2.TOKENS["github"](random.Random(1))
+    with state.session_state(remem_home, "codex", "s1") as st:
+        st["pending"] = {"prompt": f"use {tok}"}
+        st["tools"] = [{"output": f"token {tok}", "n": 3}]
+    raw = state.state_path(remem_home, "codex", "s1").read_text(encoding="utf-8")
+    assert tok not in raw and raw.count("[REDACTED:github_token]") == 2
+    loaded = state.load(state.state_path(remem_home, "codex", "s1"))
+    assert state.redacted(loaded, frozenset()) == loaded  # idempotent
+    assert state.redacted({"a": [f"x {tok}"]}, frozenset({f"x {tok}"})) == {"a": [f"x {tok}"]}
+
+
+def test_old_state_files_are_pruned_when_a_session_starts(remem_home) -> None:
+    import os
+
+    from remem.integrations import state
+
+    with state.session_state(remem_home, "codex", "old") as st:
+        st["pending"] = {"prompt": "hello"}
+    old = state.state_path(remem_home, "codex", "old")
+    stale = time.time() - state.MAX_AGE_SECONDS - 60
+    for p in (old, Path(str(old) + ".lock")):
+        os.utime(p, (stale, stale))
+    with state.session_state(remem_home, "codex", "new") as st:
+        st["pending"] = {"prompt": "next"}
+    assert not old.exists() and not Path(str(old) + ".lock").exists()
+    assert state.state_path(remem_home, "codex", "new").exists()

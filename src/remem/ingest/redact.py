@@ -19,10 +19,37 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from .secret_shapes import SHAPES
+from .secret_values import (
+    _CALL_START,
+    _CODE_REF,
+    _HAS_ALPHA,
+    _HAS_DIGIT,
+    _NON_VALUES,
+    _PLACEHOLDER_START,
+    _PLACEHOLDER_WORDS,
+    _UUID,
+    _WORDY,
+    _annotation,
+    _at_word_start,
+    _b64_size,
+    _code_value,
+    _human_size,
+    _key_kind,
+    _key_start,
+    _looks_secret,
+    _min_len,
+    _mixed_case,
+    _non_value,
+    _random_body,
+    _text,
+    _trim,
+)
 
 __all__ = ["KINDS", "RedactResult", "marker", "redact", "redact_text"]
 
@@ -51,97 +78,8 @@ class _Rule:
     triggers: tuple[bytes, ...]  # the rule runs only if one of these occurs in what it searches…
     min_run: int  # …and the text has a run of this many base64/token characters
     nocase: bool  # the pattern is lower-case and searches data.lower()
-
-
-# ---------------------------------------------------------------- value heuristics
-
-_HAS_DIGIT = re.compile(r"\d")
-_HAS_ALPHA = re.compile(r"[A-Za-z]")
-_HAS_SYMBOL = re.compile(r"[^A-Za-z0-9_.:/-]")  # beyond identifier and path punctuation
-_HEX = re.compile(r"[0-9a-fA-F]+")
-_TEMPLATE = re.compile(r"\{[^}]*\}|%\(?\w*\)?s")  # {name}, f"{x}", %s, %(name)s
-_UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
-_CODE_REF = re.compile(r"[a-z_]+(?:\.[A-Za-z_]\w*)+")  # module.attr.Name
-# Identifiers, dotted attributes, paths, versions: word-like segments joined by _ . / - :
-_SEGMENT = r"(?:(?:[A-Z]?+[a-z]++|[A-Z]++(?![a-z]))++\d{0,6}+|\d++)"  # word, camelCase, ABC, 123
-_WORDY = re.compile(rf"[~._]{{0,2}}[/\\]?{_SEGMENT}(?:[_./\\:-]++{_SEGMENT})*+[_./-]?")
-_CALL = re.compile(r"[\w.]+\(.*\)")
-_PLACEHOLDER_START = ("$", "{", "<", "%", "[", "*", "(", "-", "@")
-_PLACEHOLDER_WORDS = frozenset({"password", "passwd", "pass", "pwd", "secret", "token", "changeme", "xxx"})
-_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-
-
-def _looks_secret(value: str, min_len: int, password: bool = False) -> bool:
-    """Long enough, mixes letters with digits (or symbols, for passwords), and is not a
-    placeholder, identifier, path, URL or call expression."""
-    if len(value) < min_len or value.startswith(_PLACEHOLDER_START) or "://" in value:
-        return False
-    if len(set(value)) < 5 or not _HAS_ALPHA.search(value) or _TEMPLATE.search(value):
-        return False
-    if len(value) < 32 and _HEX.fullmatch(value):  # short hex: an id or digest, not a key
-        return False
-    if not (_HAS_DIGIT.search(value) or (password and _HAS_SYMBOL.search(value))):
-        return False
-    return not (_WORDY.fullmatch(value) or _CALL.fullmatch(value))
-
-
-_KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-_PASSWORD_WORDS = frozenset({"password", "passwd", "pwd", "passphrase", "passcode", "storepass", "keypass"})
-_SECRET_WORDS = frozenset({
-    "secret", "secrets", "token", "apikey", "auth", "authorization", "credential", "credentials",
-    "accesskey", "secretkey", "privatekey", "clientsecret", "accesstoken", "authtoken", "pat",
-})
-_KEY_QUALIFIERS = frozenset({
-    "api", "access", "secret", "private", "client", "signing", "encryption", "master", "session",
-    "auth", "license", "app", "service", "account", "deploy", "admin", "webhook", "consumer",
-})
-# A last word saying the value describes the secret rather than being it.
-_NOT_SECRET_LAST = frozenset({
-    "count", "counts", "len", "length", "name", "names", "id", "ids", "type", "file", "path", "dir",
-    "url", "uri", "env", "var", "field", "size", "limit", "max", "min", "prefix", "ttl", "format",
-    "header", "endpoint", "expiry", "expires", "at", "mode", "enabled", "required", "hint", "arn",
-})
-
-
-@functools.lru_cache(maxsize=4096)
-def _key_kind(name: str) -> str | None:
-    """The kind of secret a key name like ``DB_PASSWORD``, ``clientSecret`` or ``--api-key``
-    announces: 'password', 'secret', 'aws_secret_key', or None."""
-    words = [w.lower() for w in _KEY_WORD.findall(name)]
-    if not words or words[-1] in _NOT_SECRET_LAST or "public" in words:
-        return None
-    if ("aws" in words and "secret" in words) or "secretaccesskey" in "".join(words):
-        return "aws_secret_key"
-    if words[-1] == "pass" or any(w in _PASSWORD_WORDS or w.endswith(("password", "passwd")) for w in words):
-        return "password"
-    for prev, w in zip(["", *words], words, strict=False):
-        if w in _SECRET_WORDS or w.endswith(("secret", "token", "apikey")):
-            return "secret"
-        if w == "key" and prev in _KEY_QUALIFIERS:
-            return "secret"
-    return None
-
-
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", "replace")
-
-
-def _at_word_start(data: bytes, i: int) -> bool:
-    return i == 0 or data[i - 1] not in _WORD_BYTES
-
-
-def _b64_size(payload: bytes) -> int:
-    """Decoded size of a base64 payload."""
-    padding = len(payload) - len(payload.rstrip(b"="))
-    return len(payload) * 3 // 4 - padding
-
-
-def _human_size(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f} KB"
-    return f"{n / (1024 * 1024):.1f} MB"
+    compact: bool  # a whole token of _TOKEN_BYTES: look for its triggers in the long runs only
+    heads: tuple[bytes, ...]  # …and first of all for one of these two-byte word starts (empty: no such gate)
 
 
 # ---------------------------------------------------------------- decisions
@@ -166,11 +104,6 @@ def _whole(kind: str) -> Decide:
     return lambda m, data: _edit(m, kind)
 
 
-def _random_body(token: str) -> bool:
-    body = token.split("-", 1)[1]
-    return bool(_HAS_DIGIT.search(body)) and not _WORDY.fullmatch(body)
-
-
 def _sk_key(m: re.Match[bytes], data: bytes) -> Edit | None:
     """``sk-ant-…`` is Anthropic's; other ``sk-…`` with a random-looking body is OpenAI's."""
     if not _at_word_start(data, m.start()):
@@ -186,10 +119,6 @@ def _stripe_key(m: re.Match[bytes], data: bytes) -> Edit | None:
     if not _at_word_start(data, start):
         return None
     return start, m.end(), "stripe_key", marker("stripe_key").encode()
-
-
-def _mixed_case(token: str) -> bool:
-    return token != token.lower() and token != token.upper()
 
 
 def _url_password(m: re.Match[bytes], data: bytes) -> Edit | None:
@@ -234,32 +163,43 @@ def _mysql_password(m: re.Match[bytes], data: bytes) -> Edit | None:
     return _cli_password(m, data) if b"mysql" in data[line_start:m.start()] else None
 
 
-_KEY_START = re.compile(rb"(?<![\w.-])[\w.-]{0,60}\Z")
-
-
 def _assignment(m: re.Match[bytes], data: bytes) -> Edit | None:
-    """``key=value`` in env, JSON, YAML, code, headers or CLI flags, found at a secret-ish word
-    inside the key: redact the value when the whole key names a secret and the value looks like
-    one (≥ 16 chars mixing letters and digits; ≥ 8 for passwords)."""
-    start = _KEY_START.search(data, max(0, m.start() - 60), m.start())
-    key = _text(data[start.start() if start else m.start():m.end("rest")])
+    """``key=value`` in env, JSON, YAML, INI, code, headers, URLs or CLI flags, found at a secret-ish
+    word inside the key: redact the value when the whole key names a secret and the value is not a
+    placeholder or code. A password is redacted whatever its length; other secrets need ≥ 8
+    characters mixing letters with digits or symbols."""
+    key_start = _key_start(data, m.start())
+    key = _text(data[key_start:m.end("rest")])
     kind = _key_kind(key)
-    spaced = not m["sep"].strip()  # `--password X`, `aws_secret_access_key X`
+    sep = m["sep"]
+    spaced = not sep.strip()  # `--password X`, `aws_secret_access_key X`
     if kind is None or (spaced and not key.startswith("-") and kind != "aws_secret_key"):
         return None
-    group = "qval" if m["qval"] is not None else "bval"
-    value = _text(data[m.start(group):m.end(group)])
-    if group == "bval" and (_CODE_REF.fullmatch(value) or (b":" in m["sep"] and _annotation(data, m.end()))):
-        return None  # code: `key = module.attr`, `key: Type,` / `key: Type | None`, `{key: variable}`
-    if not _looks_secret(value, 8 if kind == "password" else 16, kind == "password"):
+    if data[max(0, key_start - 2):key_start] == b"${":  # ${DB_PASSWORD:-postgres}: a shell default
         return None
-    return _edit(m, kind, group)
-
-
-def _annotation(data: bytes, end: int) -> bool:
-    """A bare value followed by , ) | = ] } — a type annotation or an object literal's variable."""
-    rest = data[end:end + 3].lstrip(b" ")
-    return rest[:1] in (b",", b")", b"|", b"=", b"]", b"}")
+    group = "qval" if m["qval"] is not None else "bval"
+    vstart, vend = m.start(group), m.end(group)
+    line_head = data[data.rfind(b"\n", 0, key_start) + 1:key_start].strip() in (b"", b"export")
+    if group == "bval":
+        vend = _trim(data, vstart, vend)
+        value = _text(data[vstart:vend])
+        if b":" in sep and (value.startswith("!") or (_annotation(data, vend) and kind != "password")):
+            return None  # `key: Type,` / `key: Type | None`, `{key: variable}`, YAML `!vault`
+        if _code_value(value, data, vend, sep, key_start, line_head):
+            return None
+        if line_head and b"=" in sep and b":" not in sep:  # .env, INI: the value runs to the next blank
+            while vend < len(data) and data[vend] > 0x20 and data[vend] not in b"\"'`":
+                vend += 1
+            vend = _trim(data, vstart, vend)
+    value = _text(data[vstart:vend])
+    if not value or _non_value(value):
+        return None
+    if kind == "password":
+        if group == "bval" and b"=" not in sep and value.isalpha() and re.match(rb"[ \t]+[A-Za-z]", data[vend:vend + 2]):
+            return None  # prose or a docstring: "- password:     The password for …"
+    elif " " in value or not _looks_secret(value, _min_len(kind, key), True):
+        return None
+    return vstart, vend, kind, marker(kind).encode()
 
 
 def _data_url(m: re.Match[bytes], data: bytes) -> Edit | None:
@@ -287,18 +227,150 @@ def _base64_blob(m: re.Match[bytes], data: bytes) -> Edit | None:
     return m.start(), m.end(), "base64", f"[base64 · {_b64_size(m[0])} bytes removed]".encode()
 
 
+def _shape(kind: str) -> Decide:
+    """A provider token from secret_shapes: starts a word and has a random body."""
+    def decide(m: re.Match[bytes], data: bytes) -> Edit | None:
+        token = _text(m[0])
+        start = m.start()
+        if not (_at_word_start(data, start) or data[start - 4:start] == b"/bot"):  # Telegram's API URLs
+            return None
+        if not (_HAS_DIGIT.search(token) or _mixed_case(token)):
+            return None
+        return None if _WORDY.fullmatch(token) else _edit(m, kind)
+
+    return decide
+
+
+def _discord(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """A Discord bot token ``<base64 user id>.<6>.<27-38>``, found at its first dot."""
+    head = re.search(rb"(?<![\w.-])[MNO][A-Za-z\d]{23,25}\Z", data[max(0, m.start() - 26):m.start()])
+    if head is None or not (_HAS_DIGIT.search(_text(m[0])) and _mixed_case(_text(m[0]))):
+        return None
+    return m.start() - (len(head[0])), m.end(), "discord_token", marker("discord_token").encode()
+
+
+def _aws_secret(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """A 40-character base64 run in a text that names AWS or held an access key id: the secret
+    access key beside its id (credentials.csv, prose, tables). Matched in lower case."""
+    value = _text(data[m.start():m.end()])
+    if value.count("/") + value.count("+") > 6 or "EXAMPLE" in value:
+        return None
+    if not (_HAS_DIGIT.search(value) and _mixed_case(value)) or _WORDY.fullmatch(value):
+        return None
+    return _edit(m, "aws_secret_key")
+
+
+_NAME_BEFORE = re.compile(rb"""(?:name|key)["']?[ \t]*[:=][ \t]*["']?(?P<key>[\w.-]{2,80}+)["']?"""
+                          rb"""[ \t]*(?:,[ \t]*|\r?\n[ \t]*(?:-[ \t]*)?|[ \t]+)["']?\Z""")
+
+
+def _name_value(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """``- name: DB_PASSWORD`` then ``value: …`` (Kubernetes env, ECS, GitHub Actions,
+    ``<add key="…" value="…"/>``), found at ``value`` (lower case) with the name just before it."""
+    window = data[max(0, m.start() - 120):m.start()]
+    head = _NAME_BEFORE.search(window.lower())
+    if head is None:
+        return None
+    kind = _key_kind(_text(window[head.start("key"):head.end("key")]))
+    group = "qv" if m["qv"] is not None else "bv"
+    value = _text(data[m.start(group):m.end(group)])
+    if kind is None or _non_value(value):
+        return None
+    if kind != "password" and not _looks_secret(value, 8, True):
+        return None
+    return m.start(group), m.end(group), kind, marker(kind).encode()
+
+
+_SESSION_COOKIE = re.compile(r"(?i)sess|sid|token|auth|remember|jwt|login|identity|csrf|xsrf|secret|key")
+_COOKIE_PAIR = re.compile(r"([^=;\s]+)=([^;\s]*)")
+
+
+def _cookie(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """A Cookie / Set-Cookie header or ``curl -b``: values of session-like cookies, and any
+    random-looking value of 16+ characters."""
+    val = _text(data[m.start("val"):m.end("val")])
+    hits = 0
+
+    def sub(pm: re.Match[str]) -> str:
+        nonlocal hits
+        name, value = pm[1], pm[2]
+        if not value or value.startswith(("[REDACTED", "$", "{", "<")) or value.lower() in _NON_VALUES:
+            return pm[0]
+        if (_SESSION_COOKIE.search(name) and len(value) >= 8) or (
+                len(value) >= 16 and _HAS_ALPHA.search(value) and _HAS_DIGIT.search(value)
+                and not re.fullmatch(r"[\d.]+|GA\d[\d.]+|[\w.-]+\.[a-z]{2,}", value)):
+            hits += 1
+            return f"{name}={marker('cookie')}"
+        return pm[0]
+
+    new = _COOKIE_PAIR.sub(sub, val)
+    return (m.start("val"), m.end("val"), "cookie", new.encode()) if hits else None
+
+
+def _group(kind: str, group: str, check: Callable[[str], bool] | None = None) -> Decide:
+    """Redact one group of the match (if it passes ``check``)."""
+    def decide(m: re.Match[bytes], data: bytes) -> Edit | None:
+        value = _text(m[group])
+        if _non_value(value) or (check and not check(value)):
+            return None
+        return _edit(m, kind, group)
+
+    return decide
+
+
+def _xml_element(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """``<password>…</password>``, ``<apiToken>…</apiToken>`` (not ``<passwordPolicy>``)."""
+    kind = _key_kind(_text(data[m.start("tag"):m.end("tag")]))
+    value = _text(data[m.start("val"):m.end("val")])
+    if kind is None or _non_value(value) or (kind != "password" and not _looks_secret(value, 8, True)):
+        return None
+    return m.start("val"), m.end("val"), kind, marker(kind).encode()
+
+
+def _prose_password(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """"the password is tr0ub4dor", "use password Zebra77! to log in": a value that mixes letters
+    with digits (so "the password reset flow" and "passwd anonymous@" stay)."""
+    pw = _text(data[m.start("pw"):m.end("pw")]).rstrip(".,;:!?)")
+    if len(pw) < 4 or pw.isalpha() or pw.startswith("!") or _non_value(pw) or not _HAS_ALPHA.search(pw):
+        return None
+    if not _HAS_DIGIT.search(pw) or _CODE_REF.fullmatch(pw) or _CALL_START.match(pw):
+        return None
+    return m.start("pw"), m.start("pw") + len(pw.encode()), "password", marker("password").encode()
+
+
+def _pgpass(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """``host:port:database:user:password`` lines of ~/.pgpass."""
+    pw = _text(m["pw"])
+    return None if pw.isdigit() or _non_value(pw) else _edit(m, "password", "pw")
+
+
+def _sas(m: re.Match[bytes], data: bytes) -> Edit | None:
+    """Azure shared access signature ``sig=`` (URL-escaped base64 of 32 bytes)."""
+    if not _at_word_start(data, m.start()) or b"=" in data[m.start("val"):m.end("val")].rstrip(b"="):
+        return None
+    return _edit(m, "azure_sas", "val")
+
+
 # ---------------------------------------------------------------- rules, in order
 
 
-def _rule(pattern: bytes, decide: Decide, *triggers: bytes, min_run: int = 0, nocase: bool = False) -> _Rule:
-    return _Rule(re.compile(pattern, re.S), decide, triggers, min_run, nocase)
+def _rule(pattern: bytes, decide: Decide, *triggers: bytes, min_run: int = 0, nocase: bool = False,
+          heads: tuple[bytes, ...] | None = None) -> _Rule:
+    compact = 16 <= min_run <= 100 and not nocase  # provider tokens: ≥ min_run token characters
+    if heads is None:  # a token whose pattern starts with two literal letters starts a word with them
+        heads = (pattern[:2],) if compact and re.match(rb"[A-Za-z0-9]{2}", pattern) else ()
+    return _Rule(re.compile(pattern, re.S | re.M), decide, triggers, min_run, nocase, compact, heads)
 
 
-_VALUE = (rb"""(?:[rbfu]{0,2}(?P<q>\\?["'`])(?P<qval>[^"'`\s\\\x80-\xff]{8,512}+)(?P=q)"""
-          rb"""|(?P<bval>[^\s"'`,;(){}\[\]<>&|\\\x80-\xff]{8,512}+)(?![(\[{]))""")
-# Found at a secret-ish word inside the key; _assignment() looks back for the key's start.
-_ASSIGNMENT = rb"""(?P<rest>[\w.-]{0,60}+)(?P<sep>\\?["'`]?[ \t]*(?::=|=>|[:=])[ \t]*|[ \t]+)""" + _VALUE
-_PEM_GAP = rb"(?:\s|\\[nr])*+"
+_VALUE = (rb"""(?:[rbfu]{0,2}(?P<q>\\?["'`])(?P<qval>[^"'`\r\n\\\x80-\xff]{1,512}+)(?P=q)"""
+          rb"""|(?P<bval>[^\s"'`,;{}\[\]<>&|\\\x80-\xff]{1,512}+)(?![\[{]))""")
+# Found at a secret-ish word inside the key; _assignment() looks back for the key's start. The
+# separator: `=`, `:`, `:=`, `=>`, an annotation (`TOKEN: str = `), a subscript's end
+# (`environ['KEY'] = `), a call's comma (`set("secret", "…")`) or blanks (CLI flags).
+_ASSIGNMENT = (rb"""(?P<rest>[\w.-]{0,60}+)(?P<sep>\\?["'`]?\]?[ \t]*"""
+               rb"""(?::[ \t]*[A-Za-z_][\w.\[\]|]{0,30}[ \t]*=(?![=>])|:=|=>|[:=])[ \t]*"""
+               rb"""|["'`][ \t]*,[ \t]*(?=["'`])|[ \t]+)""" + _VALUE)
+_PEM_GAP = rb"(?:\s|\\++[nr])*+"  # newlines, also escaped once or twice (JSON in JSON)
 _PEM = (rb"-----BEGIN (?P<label>[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?)-----"
         # body: base64 lines and "Proc-Type: …" headers; END may be missing from a truncated paste
         rb"(?P<body>(?:" + _PEM_GAP + rb"(?:[A-Za-z0-9+/=]{16,}+|[A-Z][A-Za-z-]*+: [^\n\\]*+))*+)"
@@ -320,22 +392,52 @@ _RULES: tuple[_Rule, ...] = (
           lambda m, data: _edit(m, "slack_webhook", "path"), b"hooks.slack.com", min_run=20),
     _rule(rb"xox[abposr]-[A-Za-z0-9-]{10,}", _token("slack_token", _random_body), b"xox", min_run=20),
     _rule(rb"xapp-[A-Za-z0-9-]{10,}", _token("slack_token", _random_body), b"xapp-", min_run=20),
-    _rule(rb"A(?:KIA|SIA)[A-Z0-9]{16}(?![A-Za-z0-9])", _token("aws_access_key_id"), b"AKIA", b"ASIA",
-          min_run=20),
+    _rule(rb"A(?:KIA|SIA)[A-Z0-9]{16}(?![A-Za-z0-9])", _token("aws_access_key_id", lambda t: "EXAMPLE" not in t), b"AKIA", b"ASIA",
+          min_run=20, heads=(b"AK", b"AS")),
     _rule(rb"AIza[\w-]{35}", _token("google_api_key"), b"AIza", min_run=20),
-    _rule(rb"k_(?<=[sr]k_)(?:live|test)_[A-Za-z0-9]{16,}", _stripe_key, b"k_", min_run=20),
+    _rule(rb"k_(?<=[sr]k_)(?:live|test)_[A-Za-z0-9]{16,}", _stripe_key, b"k_", min_run=20, heads=(b"sk", b"rk")),
     _rule(rb"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", _token("npm_token"), b"npm_", min_run=20),
     _rule(rb"hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9])", _token("huggingface_token", _mixed_case), b"hf_",
           min_run=20),
-    _rule(rb"""://(?P<user>[^\s:/?#@\[\]"'<>]*+):(?P<pw>[^\s/?#@"'<>]++)@(?=[\w\[.-])""", _url_password,
+    _rule(rb"""://(?P<user>[^\s:/?#@\[\]"'<>]*+):(?P<pw>[^\s/?@"'<>]++)@(?=[\w\[.-])""", _url_password,
           b"://"),
     _rule(rb"(?P<scheme>b(?:earer|asic))[ \t]+(?P<val>[\w.~+/-]{8,}=*)", _auth_header, b"bearer", b"basic",
           nocase=True),
     _rule(rb"(?P<scheme>token)[ \t]+(?P<val>[\w.~+/-]{16,}=*)", _auth_header, b"token", nocase=True),
     _rule(rb"""-(?:u|-user)[ \t=]+["']?[^\s:"'$]++:(?P<pw>[^\s"']++)""", _cli_password, b"-u"),
     _rule(rb"""-p(?P<pw>[^\s"']++)""", _mysql_password, b"mysql"),
-    *(_rule(word + _ASSIGNMENT, _assignment, word, nocase=True)
-      for word in (b"pass", b"pwd", b"secret", b"token", b"key", b"auth", b"cred")),
+    *(_rule(pattern, _shape(kind), *triggers, min_run=16) for kind, pattern, triggers in SHAPES),
+    _rule(rb"(?<![a-z0-9/+=])[a-z0-9/+]{40}(?![a-z0-9/+=])", _aws_secret,
+          b"[redacted:aws_access_key_id]", b"aws", b"secret access key", min_run=40, nocase=True),
+    _rule(rb"\.(?<=[A-Za-z\d]{23}\.)[\w-]{6}\.[\w-]{27,38}(?![\w.-])", _discord, b".", min_run=58, heads=()),
+    _rule(rb"discord(?:app)?\.com/api/webhooks/\d+/(?P<path>[\w-]{60,}+)",
+          lambda m, data: _edit(m, "webhook", "path"), b"/api/webhooks/", min_run=20, heads=()),
+    _rule(rb"/IncomingWebhook/(?P<path>[\w-]{30,}+)", lambda m, data: _edit(m, "webhook", "path"),
+          b"/IncomingWebhook/", min_run=20, heads=()),
+    _rule(rb"sig=(?P<val>[\w%+/-]{16,}+=*)", _sas, b"sig="),
+    _rule(rb"(?P<scheme>ssws)[ \t]+(?P<val>[\w-]{20,}+)", _group("okta_token", "val"), b"ssws", nocase=True),
+    _rule(rb"""cookie["']?(?:[ \t]*[:=][ \t]*["']?|[ \t]+["'])(?P<val>[^\r\n"']+)""", _cookie, b"cookie",
+          nocase=True),
+    _rule(rb"""-b[ \t]+["'](?P<val>[^\r\n"']+)""", _cookie, b"-b "),
+    _rule(rb"""value["']?[ \t]*[:=][ \t]*(?:["'](?P<qv>[^"'\r\n]{1,512}+)["']|(?P<bv>[^\s"',}]{1,512}+))""",
+          _name_value, b"value", nocase=True),
+    _rule(rb"machine[ \t]+\S+(?:\s+(?:login|account|port)[ \t]+\S+)*+\s+password[ \t]+(?P<pw>[^\s]+)",
+          _group("password", "pw"), b"machine"),
+    _rule(rb"^[\w.*-]{1,253}:(?:\d{1,5}|\*):[\w.*-]{1,63}:[\w.*@-]{1,63}:(?P<pw>[^\s:]{1,200})[ \t]*\r?$",
+          _pgpass, b":*:", b":5432:", b"pgpass"),
+    _rule(rb"<(?P<tag>[\w:-]{0,30}(?:password|passwd|secret|token|apikey|api_key)[\w-]{0,20})>"
+          rb"(?P<val>[^<\r\n]{1,300})</(?P=tag)>", _xml_element, b"</", nocase=True),
+    _rule(rb"""sshpass[ \t]+-p[ \t]*["']?(?P<pw>[^\s"']+)""", _group("password", "pw"), b"sshpass"),
+    # the lookaheads skip common words whose keys never name a secret (passed, tokens, keyboard, author)
+    *(_rule(word + skip + _ASSIGNMENT, _assignment, word, nocase=True) for word, skip in (
+        (b"pass", rb"(?!ed|es\b|ing|ive|age|through)"), (b"pwd", b""), (b"secret", b""),
+        (b"token", rb"(?!iz|s\b|_count|_type)"),
+        (b"key", rb"(?!board|word|s\b|stroke|frame|event|code|down|up\b|press|map|err|ed\b)"),
+        (b"auth", rb"(?!or\b|ors\b|ored|oring|ority|entic)"), (b"cred", b""))),
+    _rule(rb"(?:password|passphrase|passwd)(?:[ \t]+(?:is|was))?[ \t]*:?[ \t]+[\"'`]?(?P<pw>[^\s\"'`<>]{4,64})",
+          _prose_password, b"pass", nocase=True),
+    _rule(rb"""AC[0-9a-f]{32}["']?[ \t]*,[ \t]*["']?(?P<tok>[0-9a-f]{32})(?![0-9a-zA-Z])""",
+          lambda m, data: _edit(m, "twilio_token", "tok"), b"AC"),
     _rule(rb"(?<![\w+/-])[\w+/-]{200,}+=*", _base64_blob, min_run=200),
 )
 
@@ -343,7 +445,9 @@ KINDS: tuple[str, ...] = (
     "private", "private_key", "data_url", "jwt", "anthropic_key", "openai_key", "github_token",
     "gitlab_token", "slack_webhook", "slack_token", "aws_access_key_id", "google_api_key", "stripe_key",
     "npm_token", "huggingface_token", "url_password", "bearer_token", "basic_auth", "password", "secret",
-    "aws_secret_key", "base64",
+    "aws_secret_key", "base64", "webhook", "azure_sas", "okta_token", "cookie", "discord_token", "twilio_token",
+    *dict.fromkeys(kind for kind, _, _ in SHAPES if kind not in ("gitlab_token", "huggingface_token",
+                                                                 "npm_token", "stripe_key", "slack_token", "openai_key")),
 )
 
 
@@ -366,13 +470,60 @@ def _apply(rule: _Rule, data: bytes, haystack: bytes, kinds: dict[str, int]) -> 
 
 _RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
 _RUN_MASK = bytes(ord("a") if c in _RUN_CHARS else ord(" ") for c in range(256))
-_MIN_RUNS = sorted({r.min_run for r in _RULES} - {0})
+_MIN_RUNS = sorted({r.min_run for r in _RULES if not r.compact} - {0})  # compact: see _long_runs
 
 
 def _views(data: bytes) -> tuple[bytes, dict[int, bool]]:
     """The lower-cased text, and which run lengths (of base64/token characters) it contains."""
     masked = data.translate(_RUN_MASK)
     return data.lower(), {0: True} | {n: b"a" * n in masked for n in _MIN_RUNS}
+
+
+# Consecutive rules that look for provider tokens form one stage, skipped at once on short text.
+# Each rule as a plain tuple, because the loop below runs ~85 times per call.
+_Step = tuple[_Rule, tuple[bytes, ...], int, bool]
+
+
+@dataclass(frozen=True, slots=True)
+class _Stage:
+    compact: bool
+    steps: tuple[_Step, ...]
+    by_head: dict[bytes, tuple[int, ...]]  # compact stages: word start → the steps it can begin
+    always: frozenset[int]  # steps without a word-start gate
+
+
+def _stage(compact: bool, rules: list[_Rule]) -> _Stage:
+    by_head: dict[bytes, list[int]] = {}
+    for i, r in enumerate(rules):
+        for h in r.heads:
+            by_head.setdefault(h, []).append(i)
+    return _Stage(compact, tuple((r, r.triggers, r.min_run, r.nocase) for r in rules),
+                  {h: tuple(ix) for h, ix in by_head.items()}, frozenset(i for i, r in enumerate(rules) if not r.heads))
+
+
+_STAGES: tuple[_Stage, ...] = tuple(
+    _stage(compact, list(group)) for compact, group in itertools.groupby(_RULES, key=lambda r: r.compact))
+
+_TOKEN_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:~+/=-"
+_TOKEN_MASK = bytes(c if c in _TOKEN_BYTES else 32 for c in range(256))
+
+
+def _long_runs(data: bytes) -> tuple[bytes, int]:
+    """The runs of 16+ token characters, joined by blanks: every provider token lies inside one,
+    so its prefix is searched in these few hundred bytes instead of the whole text (C speed:
+    translate and split). Also the longest run's length."""
+    runs = [w for w in data.translate(_TOKEN_MASK).split() if len(w) >= 16]
+    return b" ".join(runs), max(map(len, runs), default=0)
+
+
+_WORD_MASK = bytes(c if chr(c).isascii() and chr(c).isalnum() else 32 for c in range(256))
+
+
+def _word_heads(long_runs: bytes) -> frozenset[bytes]:
+    """The first two bytes of every word in the long runs: a set lookup rules out most providers
+    without a substring search each."""
+    return frozenset([w[:2] for w in long_runs.translate(_WORD_MASK).split()])
+
 
 
 def _has_any(haystack: bytes, triggers: tuple[bytes, ...]) -> bool:
@@ -389,14 +540,38 @@ def redact(text: str) -> RedactResult:
         return RedactResult(text, 0, kinds)
     data = text.encode("utf-8", "surrogatepass")
     low, runs = _views(data)
-    for rule in _RULES:
-        haystack = low if rule.nocase else data
-        if not (runs[rule.min_run] and _has_any(haystack, rule.triggers)):
-            continue
-        new = _apply(rule, data, haystack, kinds)
-        if new is not data:
-            data = new
-            low, runs = _views(data)
+    long_runs: bytes | None = None
+    longest = 0
+    heads: frozenset[bytes] | None = None
+    for stage in _STAGES:
+        compact, steps = stage.compact, stage.steps
+        if compact:
+            if long_runs is None:
+                long_runs, longest = _long_runs(data)
+            if not long_runs:  # no run of 16 token characters: no provider token at all
+                continue
+            if heads is None:
+                heads = _word_heads(long_runs)
+            picked = set(stage.always)
+            for h in heads & stage.by_head.keys():
+                picked.update(stage.by_head[h])
+            steps = tuple(steps[i] for i in sorted(picked))
+        for rule, triggers, min_run, nocase in steps:
+            if min_run and (min_run > longest if compact else not runs[min_run]):
+                continue
+            haystack = low if nocase else data
+            if triggers:
+                gate = long_runs if compact else haystack
+                for t in triggers:  # most rules are skipped by one substring search
+                    if t in gate:  # type: ignore[operator]
+                        break
+                else:
+                    continue
+            new = _apply(rule, data, haystack, kinds)
+            if new is not data:
+                data = new
+                low, runs = _views(data)
+                long_runs, longest = _long_runs(data) if compact else (None, 0)  # the heads only lose words
     return RedactResult(data.decode("utf-8", "surrogatepass"), sum(kinds.values()), kinds)
 
 

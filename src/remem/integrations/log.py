@@ -11,6 +11,8 @@ import time
 import traceback
 from pathlib import Path
 
+from ..ingest.redact import redact_text
+
 MAX_BYTES = 2 * 1024 * 1024   # two files of 2 MiB keep weeks of hook calls
 
 
@@ -32,6 +34,7 @@ def write(home: Path, level: str, message: str, *, exc: BaseException | None = N
         text = f"{stamp} pid={os.getpid()} {level} {message}\n"
         if exc is not None:
             text += "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        text = redact_text(text)  # an error message may quote a prompt or a tool's output
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with os.fdopen(fd, "a", encoding="utf-8", errors="replace") as f:
             f.write(text)

@@ -4,6 +4,12 @@ the transcript offset already processed and the last ``/remem-resume`` candidate
 Every hook call is a new process, so whatever one call learns (the prompt at turn start, each
 tool result) is kept here for the call that completes the turn. A session's file is locked
 (``flock``) while a call reads and rewrites it, because agents may run tool hooks in parallel.
+
+What is written is redacted first (the same stdlib-only redactor as the store), so a secret in a
+prompt or a tool's output never reaches the disk in clear, not even for the seconds a turn is
+open. Only strings that are new since the file was read are redacted: the rest already was.
+State files of sessions idle longer than ``MAX_AGE_SECONDS`` are pruned whenever a new session's
+file is created.
 """
 
 from __future__ import annotations
@@ -17,12 +23,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..ingest.redact import redact_text
+
 try:  # POSIX only; on other systems the state is simply not locked
     import fcntl
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-MAX_AGE_SECONDS = 7 * 24 * 3600   # state of sessions idle for a week is pruned
+MAX_AGE_SECONDS = 2 * 24 * 3600   # an open turn or a resume list is useless after two idle days
 MAX_TOOLS = 200                   # a runaway loop must not grow one state file without bound
 
 
@@ -44,18 +52,22 @@ def session_state(home: Path, agent: str, session_id: str) -> Iterator[dict[str,
     """Yield the session's state dict; it is written back (atomically) when the block ends."""
     path = state_path(home, agent, session_id)
     path.parent.mkdir(parents=True, exist_ok=True)
+    new_session = not path.exists()
     lock_fd = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         if fcntl is not None:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
         data = load(path)
         before = json.dumps(data, sort_keys=True)
+        seen = _strings(data)
         yield data
         if json.dumps(data, sort_keys=True) != before:
             data["updated_at"] = time.time()
-            save(path, data)
+            save(path, data, seen)
     finally:
         os.close(lock_fd)
+    if new_session:
+        prune(home)
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -66,12 +78,39 @@ def load(path: Path) -> dict[str, Any]:
         return {}
 
 
-def save(path: Path, data: dict[str, Any]) -> None:
+def save(path: Path, data: dict[str, Any], seen: frozenset[str] = frozenset()) -> None:
+    """Write ``data`` redacted (strings in ``seen`` were read from this file: already redacted)."""
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(data, f, ensure_ascii=False)
+        json.dump(redacted(data, seen), f, ensure_ascii=False)
     os.replace(tmp, path)
+
+
+def redacted(value: Any, seen: frozenset[str] = frozenset()) -> Any:
+    """A copy of a JSON value with every string (keys too) redacted, except those in ``seen``."""
+    if isinstance(value, str):
+        return value if value in seen else redact_text(value)
+    if isinstance(value, dict):
+        return {redacted(k, seen): redacted(v, seen) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redacted(v, seen) for v in value]
+    return value
+
+
+def _strings(value: Any) -> frozenset[str]:
+    out: set[str] = set()
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.add(v)
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return frozenset(out)
 
 
 def add_tool(data: dict[str, Any], tool: dict[str, Any]) -> None:
@@ -98,7 +137,7 @@ def prune(home: Path, now: float | None = None, max_age: float = MAX_AGE_SECONDS
         return 0
     for p in d.iterdir():
         try:
-            if now - p.stat().st_mtime > max_age:
+            if now - p.stat().st_mtime > max_age and p.suffix in (".json", ".lock", ".tmp"):
                 p.unlink()
                 gone += 1
         except OSError:
