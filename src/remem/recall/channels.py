@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import sqlite3
 import threading
 import time
@@ -24,6 +23,9 @@ from ..store.db import db_path
 from . import okapi
 from . import packet as pk
 from .config import RecallConfig
+from .coverage import COVERAGE_TERMS as COVERAGE_TERMS  # re-exported: the gate's names
+from .coverage import TOKEN, stem, terms
+from .coverage import coverage as coverage
 from .query import Query, quote
 
 if TYPE_CHECKING:
@@ -31,8 +33,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("remem.recall")
 
-# English suffixes stripped for prefix matching ("painting" → "paint"*)
-_SUFFIXES = ("ingly", "edly", "ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "ly", "s")
 
 
 # recent query vectors: turn_start, then search for the same prompt, embed it once
@@ -59,17 +59,7 @@ class Channel:
         return d
 
 
-def stem(word: str) -> str:
-    for suf in _SUFFIXES:
-        if word.endswith(suf) and len(word) - len(suf) >= 4:
-            word = word[: -len(suf)]
-            if suf in ("ies", "ied"):
-                word += "y"
-            break
-    return word
-
-
-_TOKEN = re.compile(r"[^\W_]+")  # what unicode61 keeps as one token: letters and digits
+_TOKEN = TOKEN  # what unicode61 keeps as one token: letters and digits
 COMMON_DF = 0.05     # a word in over 5 % of all turns ranks little (IDF < 3) but costs the most
 PRUNE_FROM = 20_000  # below this many turns every word is cheap
 SUBSTRING_FROM = 5_000  # the trigram channel keeps to what bm25 cannot see from here (≈50 ms at 10k turns)
@@ -81,37 +71,7 @@ def word_expression(q: Query, cfg: RecallConfig, db: sqlite3.Connection | None =
 
 
 NOT_CLOSE = "nothing close enough"  # a vector channel's reason when the packet's gate kept none of its hits
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-COVERAGE_TERMS = 8  # coverage counts the query's 8 weightiest words (most prompts have fewer)
-
-
-def coverage(q: Query, text: str, n: int, df: dict[str, int]) -> float:
-    """Share of the query's word weight (IDF over ``n`` turns with document frequencies ``df``)
-    that ``text`` holds: a word counts when the text has it, or a word of the same stem; a CJK
-    word when the text contains it. Query words are taken as the word index splits them, so
-    ``test_retry_backoff`` is three words; a word the store never saw weighs as its rarest (in a
-    tiny store nearly every word would be unseen). 1.0 for a query without words."""
-    words = coverage_terms(q)
-    if not words:
-        return 1.0
-    toks = {t.lower() for t in _TOKEN.findall(text)}
-    stems = {stem(t) for t in toks}
-    weights, matched = [], []
-    for w in words:
-        d = max(1, df.get(w, 0))
-        idf = math.log(1.0 + max(0.0, n - d + 0.5) / (d + 0.5))
-        weights.append(idf)
-        if (w in text) if _CJK.match(w) else (w in toks or stem(w) in stems):
-            matched.append(idf)
-    # a long prompt (a pasted log, a page of instructions) is judged by its weightiest words
-    total = sum(sorted(weights, reverse=True)[:COVERAGE_TERMS])
-    return min(1.0, sum(sorted(matched, reverse=True)[:COVERAGE_TERMS]) / total) if total else 1.0
-
-
-def coverage_terms(q: Query) -> list[str]:
-    """The terms :func:`coverage` weighs: the query's words as the index splits them, and its CJK words."""
-    words = [t.lower() for w in q.words for t in (_TOKEN.findall(w) or [w]) if not _CJK.match(t)]
-    return list(dict.fromkeys([*words, *q.cjk_words]))
+coverage_terms = terms  # the terms the word gate weighs (recall/coverage.py)
 
 
 def word_query(q: Query, cfg: RecallConfig, db: sqlite3.Connection | None = None) -> tuple[str, bool]:
