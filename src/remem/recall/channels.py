@@ -51,6 +51,7 @@ class Channel:
     available: bool = True
     reason: str = ""
     ms: float = 0.0
+    related: float | None = None  # vector channels: the cosine a related hit reaches (mean + margin)
 
     def stat(self) -> dict[str, Any]:
         d: dict[str, Any] = {"available": self.available, "hits": len(self.hits), "ms": round(self.ms, 2)}
@@ -326,16 +327,19 @@ def vector_channels(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, names
         else:
             out[name] = Channel(name, available=False, reason=f"no {fld} embeddings for {model} yet")
     found = vectors.search_fields(mem.db, scope, vec, model, [VECTOR_FIELDS[n] for n in ready], cfg.pool)
-    margin = related_margin(model, mem.config.get("embedding.related_margin")) if cfg.vector_related else None
+    margin = related_margin(model, mem.config.get("embedding.related_margin")) \
+        if cfg.vector_related or cfg.floor else None
     for name in ready:
         hits = found[VECTOR_FIELDS[name]]
         floor = max(cfg.min_vector_sim, cfg.vector_floor * hits[0][1] if hits else 0.0)
+        related = None
         if margin is not None and hits:
-            base = vectors.mean_similarity(mem.db, scope, vec, model, VECTOR_FIELDS[name])
-            floor = max(floor, (base or 0.0) + margin)
+            related = (vectors.mean_similarity(mem.db, scope, vec, model, VECTOR_FIELDS[name]) or 0.0) + margin
+            if cfg.vector_related:
+                floor = max(floor, related)
         kept = [h for h in hits if h[1] >= floor and h[1] > 0]
         why = f"{NOT_CLOSE}: best cosine {hits[0][1]:.3f} < {floor:.3f}" if hits and not kept else ""
-        out[name] = Channel(name, kept, reason=why)
+        out[name] = Channel(name, kept, reason=why, related=related)
     return {n: out[n] for n in names}
 
 

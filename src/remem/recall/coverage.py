@@ -34,6 +34,7 @@ COVERAGE_TERMS = 8  # coverage counts the query's 8 weightiest words (most promp
 _SUFFIXES = ("ingly", "edly", "ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "ly", "s")
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     for suf in _SUFFIXES:
         if word.endswith(suf) and len(word) - len(suf) >= 4:
@@ -86,11 +87,25 @@ def weights(words: list[str], n: int, df: dict[str, int]) -> dict[str, float]:
     return out
 
 
-def matched(q: Query, text: str) -> list[str]:
-    """The query's terms ``text`` holds: the word or a word of the same stem; a CJK word by containment."""
-    toks = {t.lower() for t in TOKEN.findall(text)}
-    stems = {stem(t) for t in toks}
-    return [w for w in terms(q) if ((w in text) if CJK.match(w) else (w in toks or stem(w) in stems))]
+def matched(q: Query, text: str, words: list[str] | None = None) -> list[str]:
+    """The query's terms (``words``, default :func:`terms`) ``text`` holds: the word or a word of
+    the same stem; a CJK word by containment."""
+    words = terms(q) if words is None else words
+    toks = set(TOKEN.findall(text.lower()))
+    out = []
+    stems: set[str] | None = None
+    for w in words:
+        if CJK.match(w):
+            if w in text:
+                out.append(w)
+        elif w in toks:
+            out.append(w)
+        else:
+            if stems is None:
+                stems = {stem(t) for t in toks}
+            if stem(w) in stems:
+                out.append(w)
+    return out
 
 
 def coverage(q: Query, text: str, n: int, df: dict[str, int]) -> float:
@@ -101,8 +116,9 @@ def coverage(q: Query, text: str, n: int, df: dict[str, int]) -> float:
     return share(q, matched(q, text), weights(terms(q), n, df))
 
 
-def share(q: Query, hit: list[str], w: dict[str, float]) -> float:
-    words = terms(q)
+def share(q: Query, hit: list[str], w: dict[str, float], words: list[str] | None = None) -> float:
+    """Share of the weight of the query's terms (``words``, default :func:`terms`) that ``hit`` holds."""
+    words = terms(q) if words is None else words
     if not words:
         return 1.0
     total = sum(sorted((w.get(x, 1.0) for x in words), reverse=True)[:COVERAGE_TERMS])

@@ -27,7 +27,7 @@ from ..store import turns as turnrepo
 from . import packet as pk
 from .channels import coverage, coverage_terms
 from .config import PACKET, RecallConfig
-from .search import Ranked, rank, search_sessions, to_results
+from .search import Ranked, rank, search_sessions, to_results, words_text
 
 if TYPE_CHECKING:
     from ..core import Remem
@@ -129,19 +129,12 @@ def _covered(mem: Remem, ranked: Ranked, order: list[tuple[str, float]], rows: d
     keep = []
     for t, s in order:
         if t in words_only:
-            c = coverage(ranked.query, _words_text(rows[t]), n, df)
+            c = coverage(ranked.query, words_text(rows[t]), n, df)
             ranked.details[t].setdefault("evidence", {})["coverage"] = round(c, 3)
             if c < least:
                 continue
         keep.append((t, s))
     return keep
-
-
-def _words_text(row: dict[str, Any]) -> str:
-    """The text the word index holds for a turn: request, reply, summary and its tool calls."""
-    parts = [row.get("request") or "", row.get("reply") or "", row.get("summary") or ""]
-    parts += [v for a in row.get("actions") or [] for v in a.values() if isinstance(v, str)]  # parsed tool calls
-    return "\n".join(p for p in parts if p)
 
 
 def _attach_fixes(mem: Remem, scope: Scope, items: list[dict[str, Any]], skip_shown: bool = True) -> None:
