@@ -325,12 +325,19 @@ def search(mem: Remem, query: str, scope: Scope, *, k: int = 10, explain: bool =
     return to_results(mem, scope, ranked, explain=explain)
 
 
-def search_sessions(mem: Remem, query: str, scope: Scope, *, k: int = 5,
-                    config: RecallConfig | None = None) -> list[dict[str, Any]]:
-    """Sessions (episodes) best first: {"session", "owner", "agent", "session_id", "score", "best_turn"}."""
-    ranked = rank(mem, query, scope, k=1, cfg=config or DEFAULT)
+def search_sessions(mem: Remem, query: str, scope: Scope, *, k: int = 5, config: RecallConfig | None = None,
+                    related_only: bool = False) -> list[dict[str, Any]]:
+    """Sessions (episodes) best first: {"session", "owner", "agent", "session_id", "score", "best_turn"}.
+
+    ``related_only``: only sessions holding a turn the relevance floor finds related (resume's floor)."""
+    cfg = config or DEFAULT
+    ranked = rank(mem, query, scope, k=1, cfg=cfg)
+    sessions = ranked.sessions
+    if related_only and cfg.floor:
+        ok = {session_key(ranked.meta[t]) for t, d in ranked.details.items() if d.get("reasons") and t in ranked.meta}
+        sessions = [(g, s) for g, s in sessions if g in ok]
     out = []
-    for key, score in ranked.sessions[:k]:
+    for key, score in sessions[:k]:
         owner, agent, sid = key.split("/", 2)
         out.append({"session": key, "owner": owner, "agent": agent, "session_id": sid, "score": round(score, 6),
                     "best_turn": ranked.best_turn.get(key)})
