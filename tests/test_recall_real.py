@@ -119,7 +119,9 @@ def test_an_exact_match_is_first_above_whole_sessions_of_related_work(mem, cli):
             "the pods pick up the new config on restart.", "--project", "shop")
     assert r.returncode == 0, r.stderr
     note = r.stdout.decode().split()[-1]
-    mem.embed_pending()  # what the daemon does next; the note's vector is no reason to rank it lower either
+    r = cli("search", "rollout restart deploy/shop")  # at once: the note has no vector yet
+    assert re.search(r"^\s*1\. (t_\w+)", r.stdout.decode(), re.M).group(1) == note, r.stdout.decode()
+    mem.embed_pending()  # what the daemon does next
     for query in ("kubectl rollout restart", "rollout restart deploy/shop"):
         r = cli("search", query, "--explain")
         assert r.returncode == 0, r.stderr
@@ -187,3 +189,38 @@ def test_repair_keeps_to_the_error(mem, cli):
     r = cli("recall", "AssertionError: expected 3 retries, got 2 in test_retry_backoff", "--entry", "repair")
     assert r.returncode == 0 and "test_retry_backoff" in r.stdout.decode()
     assert "Lorem ipsum" not in r.stdout.decode() and "list comprehensions" not in r.stdout.decode()
+
+
+# ------------------------------------------------------------------ the pure parts (recall/direct.py)
+
+
+def test_guard_caps_evidence_below_a_better_direct_hit():
+    from remem.recall.direct import guard
+
+    order = [("lifted", 0.40), ("also", 0.30), ("note", 0.14), ("close", 0.10)]
+    base = {"lifted": 0.08, "also": 0.20, "close": 0.05}        # their scores without evidence
+    cover = {"lifted": 0.3, "also": 0.35, "note": 1.0, "close": 0.9}
+    got, capped = guard(order, base, cover, direct={"note", "close", "also"}, ratio=0.5)
+    ids = [t for t, _ in got]
+    assert ids[0] == "also"  # its direct channels alone put it above the note: not evidence's doing
+    assert ids.index("note") < ids.index("lifted")
+    assert capped == {"lifted": 0.40, "also": 0.30} and dict(got)["also"] == 0.20  # its lift is gone, not more
+    assert dict(got)["lifted"] < 0.14 and dict(got)["close"] == 0.10  # "close" had no lift to cap
+    # a weak direct hit (under STRONG) is no ceiling; nor is one the candidate nearly matches
+    assert guard(order, base, {**cover, "note": 0.6}, {"note"}, 0.5)[1] == {}
+    assert "lifted" not in guard(order, base, {**cover, "lifted": 0.6}, {"note"}, 0.5)[1]
+
+
+def test_floor_keeps_what_has_a_reason_and_its_evidence():
+    from remem.recall.direct import floor, reasons
+
+    related = {"vector": 0.85}
+    assert reasons({"vector": {"score": 0.86}}, None, related, 0.2) == ["vector"]
+    assert reasons({"vector": {"score": 0.84}}, None, related, 0.2) == []
+    assert reasons({"vector": {"score": 0.5}}, None, {"vector": None}, 0.2) == ["vector"]  # no calibration
+    assert reasons({"bm25": {}}, 0.19, related, 0.2) == [] and reasons({"bm25": {}}, 0.2, related, 0.2) == ["words"]
+    assert reasons({"structural": {}}, 0.0, related, 0.2) == ["structural"]
+    order = [("a", 1.0), ("b", 0.9), ("c", 0.8), ("d", 0.7)]
+    why = {"a": ["words"], "b": [], "c": [], "d": []}
+    groups = {"a": "s1", "b": "s1", "c": "s2", "d": "s3"}
+    assert floor(order, why, groups, {"d": ["a"]}) == [("a", 1.0), ("b", 0.9), ("d", 0.7)]

@@ -59,8 +59,8 @@ class RecallConfig:
     min_coverage: float = 0.0    # a turn only words found must hold this share of the query's word
                                  # weight (IDF), or it is dropped (channels.coverage; packets: 0.25)
     # direct hits first (recall/direct.py): evidence from a session or a neighbour never lifts a turn
-    # above a direct word hit holding more than this much more of the query's word weight
-    guard_margin: float | None = 0.5  # None = off (LoCoMo dev: 0 costs 10 points of turn recall_any@5, 0.5 none)
+    # above a direct word hit of which it holds less than this share of the query's word weight
+    guard_ratio: float = 0.5  # 0 = off
     floor: float = 0.2  # a result needs a reason: this share of the query's word weight, a vector
                         # over the related margin, a structural / entity / time hit, or a related
                         # session-mate or neighbour (0 = off; packets gate harder, see PACKET)
@@ -94,7 +94,7 @@ PACKET = DEFAULT.with_(threshold=0.35, mmr_lambda=0.75, session_cap=2, failed_pe
 
 _PLAIN = dict(session_weight=0.0, neighbour_weight=0.0, agreement=0.0, recency_weight=0.0,
               importance_weight=0.0, stop_words=False, stem_prefix=False, speaker_boost=1.0,
-              unnamed_vectors=False, session_date_days=0.0, guard_margin=None, floor=0.0)
+              unnamed_vectors=False, session_date_days=0.0, guard_ratio=0.0, floor=0.0)
 
 PRESETS: dict[str, RecallConfig] = {
     "default": DEFAULT,

@@ -21,13 +21,15 @@ WORD_CHANNELS = frozenset({"bm25", "substring"})
 MEANINGFUL = frozenset({"structural", "entity", "time"})  # a hit here is a reason of its own
 VECTOR_CHANNELS = frozenset({"vector", "vector_actions"})
 EPS = 1e-7
+STRONG = 0.75  # a direct hit holding this much of the query's word weight is a ceiling for lifted turns
 
 
 def guard(order: Sequence[tuple[str, float]], base: Mapping[str, float], cover: Mapping[str, float],
-          direct: set[str], margin: float = 0.0) -> tuple[list[tuple[str, float]], dict[str, float]]:
+          direct: set[str], ratio: float = 0.5) -> tuple[list[tuple[str, float]], dict[str, float]]:
     """``order`` (best first) with each candidate's evidence capped: a candidate's score may rise
     from ``base`` (its score without evidence) up to, never past, the score of a direct hit (in
-    ``direct``) whose coverage exceeds its own by more than ``margin``. Candidates without a
+    ``direct``) that holds at least STRONG of the query's word weight and of which it holds less
+    than ``ratio`` of the coverage. Candidates without a
     coverage in ``cover`` are left as they are. Returns (new order, capped id → score it had)."""
     score = dict(order)
     capped: dict[str, float] = {}
@@ -35,7 +37,7 @@ def guard(order: Sequence[tuple[str, float]], base: Mapping[str, float], cover: 
     todo = sorted((t for t in score if t in cover), key=lambda t: -cover[t])
     settled: list[str] = []
     for t in todo:
-        ceiling = min((score[d] for d in settled if cover[d] > cover[t] + margin
+        ceiling = min((score[d] for d in settled if cover[d] >= STRONG and cover[t] < ratio * cover[d]
                        and score[d] < score[t]), default=None)
         if ceiling is not None:
             # just below the ceiling, those capped under one ceiling keep their order

@@ -240,8 +240,8 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
         final[t] = rk.apply_boosts(s, f)
         details[t]["boosts"] = f
     order = sorted(final.items(), key=lambda x: (-x[1], x[0]))
-    if cfg.guard_margin is not None or cfg.floor:
-        base = {t: final[t] * max(0.0, fused[t] - e) / fused[t] for t, e in evidence.items() if fused.get(t)}
+    if cfg.guard_ratio or cfg.floor:
+        base = _direct_base(final, fused, evidence, details, chans, cfg)
         order = _direct(mem, q, scope, cfg, order, base, details, groups, chans, nb_of, meta, k)
     order = rk.adaptive_threshold(order, cfg.threshold)
     if cfg.mmr_lambda < 1.0 or cfg.session_cap:
@@ -258,6 +258,29 @@ def words_text(row: dict[str, Any]) -> str:
     parts = [row.get("request") or "", row.get("reply") or "", row.get("summary") or ""]
     parts += [v for a in row.get("actions") or [] for v in a.values() if isinstance(v, str)]  # parsed tool calls
     return "\n".join(p for p in parts if p)
+
+
+def _direct_base(final: dict[str, float], fused: dict[str, float], evidence: dict[str, float],
+                 details: dict[str, dict[str, Any]], chans: dict[str, Channel], cfg: RecallConfig) -> dict[str, float]:
+    """Each lifted candidate's final score without what does not show it related: its session and
+    neighbour evidence, and vector hits under the related margin (a nearest memory, not a related
+    one), with the agreement bonus they earned."""
+    weak = {c: ch.related for c, ch in chans.items() if c in VECTOR_CHANNELS and ch.related is not None}
+    base: dict[str, float] = {}
+    for t, f in fused.items():
+        if not f:
+            continue
+        chs = details[t]["channels"]
+        drop = [c for c, v in chs.items() if c in weak and float(v.get("score", 0.0)) < (weak[c] or 0.0)]
+        if not drop and not evidence.get(t):
+            continue
+        counted = [c for c in chs if c != "recency"]
+        direct_sum = sum(float(v["weight"]) / (cfg.rrf_k + int(v["rank"])) for c, v in chs.items()
+                         if c not in drop and c != "recency")
+        kept = [c for c in counted if c not in drop]
+        own = direct_sum * (1.0 + cfg.agreement * max(0, len(kept) - 1))
+        base[t] = final[t] * min(1.0, own / f)
+    return base
 
 
 def _direct(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, order: list[tuple[str, float]],
@@ -284,9 +307,9 @@ def _direct(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, order: list[t
             hit = cov.matched(q, words_text(row), terms)
             cover[t] = cov.share(q, hit, weights, terms)
             details[t]["words"] = {"matched": hit, "coverage": round(cover[t], 3)}
-    if cfg.guard_margin is not None:
+    if cfg.guard_ratio:
         direct = {t for t in cover if set(details[t]["channels"]) & WORD_CHANNELS}
-        order, capped = guard(order, base, cover, direct, cfg.guard_margin)
+        order, capped = guard(order, base, cover, direct, cfg.guard_ratio)
         for t, was in capped.items():
             details[t]["evidence"]["capped"] = round(was, 6)  # below a direct hit holding more of the words
     if cfg.floor:
