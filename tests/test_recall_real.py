@@ -224,3 +224,16 @@ def test_floor_keeps_what_has_a_reason_and_its_evidence():
     why = {"a": ["words"], "b": [], "c": [], "d": []}
     groups = {"a": "s1", "b": "s1", "c": "s2", "d": "s3"}
     assert floor(order, why, groups, {"d": ["a"]}) == [("a", 1.0), ("b", 0.9), ("d", 0.7)]
+
+
+def test_a_turn_start_for_an_error_keeps_to_it(mem):
+    """Entities the prompt's ones merely co-occur with ("CI" beside test_retry_backoff) pulled the
+    staging kubeconfig's CI note into the packet for an AssertionError."""
+    blog(mem)
+    mem.add_turns(topical(12))
+    mem.index_pending(embed=False)
+    mem.embed_pending()
+    got = turn_start(mem, "AssertionError: expected 3 retries, got 2 in test_retry_backoff", mem.scope())
+    reqs = [i["request"] for i in got["items"]]
+    assert reqs and reqs[0].startswith("Why does test_retry_backoff"), reqs
+    assert not any("kubeconfig" in r or "Lorem" in r for r in reqs), reqs

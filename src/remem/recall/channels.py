@@ -52,6 +52,8 @@ class Channel:
     reason: str = ""
     ms: float = 0.0
     related: float | None = None  # vector channels: the cosine a related hit reaches (mean + margin)
+    own: set[str] | None = None   # entity: the hits that mention one of the query's own entities (not
+                                  # only one it co-occurs with); None = every hit is the channel's own
 
     def stat(self) -> dict[str, Any]:
         d: dict[str, Any] = {"available": self.available, "hits": len(self.hits), "ms": round(self.ms, 2)}
@@ -366,16 +368,20 @@ def ch_entity(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Channel:
             weights[eid] = math.log(1 + total / df)
     if not weights:
         return Channel("entity", reason="only very common entities")
+    direct = set(weights)
     related = entrepo.related(db, scope, list(weights), limit=5)
     counts = entrepo.mention_counts(db, [eid for eid, _ in related])
     for eid, w in related:
         if counts.get(eid, 0) <= hub:  # expanding to a hub brings in noise (and costs the most)
             weights.setdefault(eid, 0.5 * math.log(1 + total / max(1.0, w)) * min(1.0, w / 3))
     scores: dict[str, float] = {}
+    own: set[str] = set()
     for eid, w in weights.items():
         for tid in entrepo.turns_mentioning(db, scope, eid, limit=cfg.pool * 2):
             scores[tid] = scores.get(tid, 0.0) + w
-    return Channel("entity", sorted(scores.items(), key=lambda kv: -kv[1])[: cfg.pool])
+            if eid in direct:
+                own.add(tid)
+    return Channel("entity", sorted(scores.items(), key=lambda kv: -kv[1])[: cfg.pool], own=own)
 
 
 def ch_time(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Channel:

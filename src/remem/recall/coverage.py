@@ -76,15 +76,25 @@ def terms(q: Query) -> list[str]:
     return list(dict.fromkeys([*words, *q.cjk_words]))
 
 
+TOPIC = 0.75  # a word this rare in the reference (in ~15 of its 19k documents or fewer) names a topic
+
+
+def reference_weight(word: str) -> float:
+    """The word's normalised IDF in the reference (a word it lacks is looked up by its stem; 1 if unknown)."""
+    rn, rdf = reference()
+    return _norm_idf(rn, rdf.get(word) or rdf.get(stem(word)) or 0)
+
+
+def topic_words(words: list[str]) -> set[str]:
+    """The words that name a topic rather than say something about it: rare in the reference.
+    ("staging", "kubeconfig", "redis" do; "kept", "set", "error" do not.)"""
+    return {w for w in words if reference_weight(w) >= TOPIC}
+
+
 def weights(words: list[str], n: int, df: dict[str, int]) -> dict[str, float]:
     """Each word's weight: the mean of its normalised IDF over the store (``n`` turns, document
     frequencies ``df``) and over the reference (a word it lacks is looked up by its stem)."""
-    rn, rdf = reference()
-    out = {}
-    for w in words:
-        ref_d = rdf.get(w) or rdf.get(stem(w)) or 0
-        out[w] = 0.5 * (_norm_idf(max(n, 1), df.get(w, 0)) + _norm_idf(rn, ref_d))
-    return out
+    return {w: 0.5 * (_norm_idf(max(n, 1), df.get(w, 0)) + reference_weight(w)) for w in words}
 
 
 def matched(q: Query, text: str, words: list[str] | None = None) -> list[str]:

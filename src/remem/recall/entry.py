@@ -117,14 +117,26 @@ def _distinct(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 _WORD_CHANNELS = {"bm25", "substring"}
 
 
+def _own_channels(ranked: Ranked, t: str) -> set[str]:
+    """The channels that found ``t`` by the query itself: an entity hit only through an entity the
+    query's ones co-occur with ("CI" next to test_retry_backoff) does not count."""
+    chans = set(ranked.details.get(t, {}).get("channels", {}))
+    ent = ranked.channels.get("entity")
+    if "entity" in chans and ent is not None and ent.own is not None and t not in ent.own:
+        chans.discard("entity")
+    return chans
+
+
 def _covered(mem: Remem, ranked: Ranked, order: list[tuple[str, float]], rows: dict[str, dict[str, Any]],
              least: float) -> list[tuple[str, float]]:
     """``order`` without the turns only the word channels found that hold less than ``least``
-    of the prompt's word weight (each kept one shows its coverage in its details)."""
+    of the prompt's word weight, or none of its topic words when it has some (coverage.topic_words;
+    each checked one shows its coverage in its details, every one the words it matched)."""
     q = ranked.query
     terms = coverage_terms(q)
     n, df = recrepo.doc_freqs(mem.db, terms)
     weights = cov.weights(terms, n, df)
+    topics = cov.topic_words(terms)
     keep = []
     for t, s in order:
         if t not in rows:
@@ -132,10 +144,12 @@ def _covered(mem: Remem, ranked: Ranked, order: list[tuple[str, float]], rows: d
         hit = cov.matched(q, words_text(rows[t]), terms)
         d = ranked.details.setdefault(t, {})
         d["matched"] = hit  # --explain shows them
-        if set(d.get("channels", {})) <= _WORD_CHANNELS:
+        if _own_channels(ranked, t) <= _WORD_CHANNELS:
             c = cov.share(q, hit, weights, terms)
             d.setdefault("evidence", {})["coverage"] = round(c, 3)
-            if c < least:
+            # a prompt that names a topic ("staging kubeconfig") is not answered by a memory sharing
+            # only its other words ("kept")
+            if c < least or (topics and not topics & set(hit)):
                 continue
         keep.append((t, s))
     return keep

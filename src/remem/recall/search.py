@@ -314,7 +314,14 @@ def _direct(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, order: list[t
             details[t]["evidence"]["capped"] = round(was, 6)  # below a direct hit holding more of the words
     if cfg.floor:
         related = {c: ch.related for c, ch in chans.items() if c in VECTOR_CHANNELS and ch.available}
-        why = {t: reasons(details[t]["channels"], cover.get(t), related, cfg.floor) for t in cover}
+        ent = chans.get("entity")
+        own = ent.own if ent is not None and ent.own is not None else None
+
+        def channels_of(t: str) -> dict[str, Any]:  # an entity reached only by co-occurrence is no reason
+            c = details[t]["channels"]
+            return {n: v for n, v in c.items() if n != "entity" or own is None or t in own}
+
+        why = {t: reasons(channels_of(t), cover.get(t), related, cfg.floor) for t in cover}
         for t, r in why.items():
             details[t]["reasons"] = r
         order = floor(order, why, groups, nb_of)
