@@ -237,3 +237,22 @@ def test_a_turn_start_for_an_error_keeps_to_it(mem):
     reqs = [i["request"] for i in got["items"]]
     assert reqs and reqs[0].startswith("Why does test_retry_backoff"), reqs
     assert not any("kubeconfig" in r or "Lorem" in r for r in reqs), reqs
+
+
+def test_resume_offers_only_related_episodes(tmp_path, cli):
+    """/remem-resume listed the 5 nearest episodes whatever was asked."""
+    from remem.core import Remem
+    from remem.recall.entry import resume
+
+    env = {"REMEM_EMBEDDING_MODEL": "e5-small", "REMEM_EMBEDDING_ONNX": "false", "REMEM_HOME": str(tmp_path / "h")}
+    mem = Remem(tmp_path / "h", env=env)
+    mem.config.values["embedding"]["onnx"] = False
+    try:
+        blog(mem)
+        deploy_sessions(mem, 2)
+        r = cli("recall", "tune the JVM garbage collector for low latency", "--entry", "resume", env=env)
+        assert r.returncode == 0 and r.stdout.decode().strip() == "", r.stdout.decode()
+        got = resume(mem, "dark mode toggle", mem.scope())["items"]
+        assert got and got[0]["session"].endswith("/b1"), got  # the blog session holding the dark mode turn
+    finally:
+        mem.close()
