@@ -16,7 +16,9 @@ found by the word channels alone must hold a share of the prompt's word weight
   - LoCoMo, the next conversation (other people, same kind of talk): items injected;
   - coding: a small synthesized store of coding turns (below; written for this harness, not
     taken from any data set), prompts that paraphrase one stored turn (is it in the packet?)
-    and prompts about things the store never saw (items injected, share of empty packets).
+    and prompts about things the store never saw (items injected, share of empty packets);
+  - topical stores of 1, 4, 20 and 500 memories all about one thing (synthesized here too):
+    do prompts about it get a packet, and unrelated prompts an empty one?
 
 LoCoMo is CC BY-NC: read from ../shared/bench/, never copied. Run from the repo root:
 
@@ -130,6 +132,47 @@ CODING_UNRELATED = [
     "解释一下 TCP 三次握手",
 ]
 
+# Topical stores: an owner whose memories are all about one thing (here the staging cluster's
+# kubeconfig), of 1, 4, 20 and 500 memories from several agents. The store-only IDF weighed the words
+# they share at ~0, so "Where is the staging kubeconfig kept?" got an empty packet from 4 memories on.
+TOPIC_SIZES = (1, 4, 20, 500)
+TOPIC_PROMPTS = ["Where is the staging kubeconfig kept?", "how do I switch kubectl to the staging cluster",
+                 "the staging kubeconfig token expired again"]
+TOPIC_UNRELATED = ["how do I center a div with flexbox", "write a haiku about autumn leaves",
+                   "explain the difference between a mutex and a semaphore"]
+_TOPIC = [
+    ("Where does the staging kubeconfig live?",
+     "The staging kubeconfig is at ~/.kube/staging.yaml; export KUBECONFIG=~/.kube/staging.yaml before kubectl."),
+    ("Rotate the staging kubeconfig credentials",
+     "Issued a new service-account token for the staging cluster and wrote it into the staging kubeconfig; "
+     "the old token is revoked."),
+    ("kubectl says the staging context does not exist",
+     "The staging kubeconfig names the context shop-staging; run kubectl config use-context shop-staging."),
+    ("How does CI get the staging kubeconfig?",
+     "CI reads the staging kubeconfig from the STAGING_KUBECONFIG secret and writes it to $RUNNER_TEMP/kubeconfig."),
+    ("The staging kubeconfig points at the old API server",
+     "Updated the server field of the staging kubeconfig to https://api.staging.internal:6443 after the move."),
+    ("Merge the staging kubeconfig with my default one",
+     "KUBECONFIG=~/.kube/config:~/.kube/staging.yaml kubectl config view --flatten > ~/.kube/merged.yaml"),
+]
+
+
+def topical_turns(n: int, owner: str, base: float) -> list[Any]:
+    """``n`` memories about the staging kubeconfig from three agents, variants of _TOPIC."""
+    from remem.model import TurnIn
+
+    agents = ("claude-code", "codex", "gemini")
+    out = []
+    for i in range(n):
+        req, rep = _TOPIC[i % len(_TOPIC)]
+        if i >= len(_TOPIC):
+            req, rep = f"{req} (again, week {i // len(_TOPIC)})", f"{rep} Checked on node pool {i % 7}."
+        out.append(TurnIn(request=req, reply=rep, owner=owner, agent=agents[i % 3], project="infra",
+                          session_id=f"{owner}-s{i // 5}", source_key=f"{owner}:{i}", started_at=base + i * 600,
+                          ended_at=base + i * 600 + 60))
+    return out
+
+
 GATES = ("before: cosine 0.3", "vector margin", "vector margin + word coverage (shipped)", "off")
 
 
@@ -172,6 +215,10 @@ def build(home: str, convs: list[dict[str, Any]], say: Any) -> tuple[Any, dict[s
                         session_id=f"s{i}", source_key=f"coding:{i}", started_at=base + i * 3600,
                         ended_at=base + i * 3600 + 60) for i, (req, rep) in enumerate(CODING_TURNS)]
         coding = [r.id for r in mem.add_turns(turns).results]
+    for size in TOPIC_SIZES:
+        owner = f"topic{size}"
+        if not mem.db.execute("SELECT 1 FROM turns WHERE owner = ? LIMIT 1", (owner,)).fetchone():
+            mem.add_turns(topical_turns(size, owner, time.time() - 30 * 86400))
     mem.index_pending(embed=False)
     say("embedding …")
     mem.embed_pending()
@@ -247,6 +294,15 @@ def packets(mem: Any, convs: list[dict[str, Any]], ids: dict[str, dict[str, str]
         rel_items.append(len(p["items"]))
     un_items = [len(turn_start(mem, prompt, cscope, config=cfg)["items"]) for prompt in CODING_UNRELATED]
 
+    topic: dict[str, Any] = {}
+    for size in TOPIC_SIZES:
+        tscope = Scope.of(f"topic{size}")
+        got = [turn_start(mem, p, tscope, config=cfg)["items"] for p in TOPIC_PROMPTS]
+        off = [len(turn_start(mem, p, tscope, config=cfg)["items"]) for p in TOPIC_UNRELATED]
+        topic[str(size)] = {"non_empty": round(100.0 * sum(bool(g) for g in got) / len(got), 1),
+                            "items": round(statistics.fmean(len(g) for g in got), 2),
+                            "unrelated_items": round(statistics.fmean(off), 2)}
+
     def pc(xs: list[bool]) -> float:
         return round(100.0 * sum(xs) / max(1, len(xs)), 1)
 
@@ -261,6 +317,7 @@ def packets(mem: Any, convs: list[dict[str, Any]], ids: dict[str, dict[str, str]
         "coding_unrelated": {"n": len(un_items), "items": mean(un_items),
                              "empty": pc([n == 0 for n in un_items])},
         "turn_start_p50_ms": round(statistics.median(lat), 1) if lat else None,
+        "topical": topic,
     }
 
 
@@ -281,6 +338,17 @@ def render(res: dict[str, Any]) -> str:
                    f"| {r['coding_related']['target_in_packet']} % | {r['coding_related']['items']} "
                    f"| {r['coding_unrelated']['items']} | {r['coding_unrelated']['empty']} % "
                    f"| {r['turn_start_p50_ms']} |")
+    sizes = list(res["gates"][0].get("topical", {}))
+    if sizes:
+        out += ["", "Topical stores (every memory about the staging kubeconfig, several agents): share of "
+                f"{len(TOPIC_PROMPTS)} prompts about it that get a non-empty packet, its items, and the items "
+                f"{len(TOPIC_UNRELATED)} unrelated prompts get.", "",
+                "| gate | " + " | ".join(f"{n} memories: non-empty | items | unrelated items" for n in sizes) + " |",
+                "|---|" + "---|---|---|" * len(sizes)]
+        for r in res["gates"]:
+            t = r["topical"]
+            out.append(f"| {r['gate']} | " + " | ".join(
+                f"{t[n]['non_empty']} % | {t[n]['items']} | {t[n]['unrelated_items']}" for n in sizes) + " |")
     return "\n".join(out)
 
 

@@ -132,6 +132,13 @@ def search(ctx: click.Context, query: str, owner: str | None, agent: str | None,
                     click.echo(f"      {name}: rank {d.get('rank')} score {d.get('score')}")
                 for name, v in r["details"].get("boosts", {}).items():
                     click.echo(f"      boost {name}: {v}")
+                for name, v in r["details"].get("evidence", {}).items():
+                    v = v.get("added") if isinstance(v, dict) else v
+                    click.echo(f"      {'capped below a better word match, from' if name == 'capped' else '+ ' + name}: {v}")
+                words = r["details"].get("words")
+                if words:
+                    click.echo(f"      words matched: {', '.join(words['matched']) or '(none)'}"
+                               f" (coverage {words['coverage']})")
 
     data = {"query": query, "results": results}
     emit(_for_agent(data) if as_agent and as_json else data, as_json, human)

@@ -70,6 +70,8 @@ def recall(ctx: click.Context, prompt: str, owner: str | None, agent: str | None
                 boosts = ", ".join(f"{n}×{v}" for n, v in d.get("boosts", {}).items())
                 cov = (d.get("evidence") or {}).get("coverage")
                 words = f" word coverage {cov}" if cov is not None else ""
+                if d.get("matched") is not None:
+                    words += f" words matched: {', '.join(d['matched']) or '(none)'}"
                 click.echo(f"{i}. {it.get('id', it.get('session'))} score={it.get('score')} [{chans}] {boosts}{words}",
                            err=True)
             for name, st in (r.get("stats") or {}).items():

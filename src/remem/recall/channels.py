@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import sqlite3
 import threading
 import time
@@ -24,6 +23,9 @@ from ..store.db import db_path
 from . import okapi
 from . import packet as pk
 from .config import RecallConfig
+from .coverage import COVERAGE_TERMS as COVERAGE_TERMS  # re-exported: the gate's names
+from .coverage import TOKEN, stem, terms
+from .coverage import coverage as coverage
 from .query import Query, quote
 
 if TYPE_CHECKING:
@@ -31,8 +33,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("remem.recall")
 
-# English suffixes stripped for prefix matching ("painting" → "paint"*)
-_SUFFIXES = ("ingly", "edly", "ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "ly", "s")
 
 
 # recent query vectors: turn_start, then search for the same prompt, embed it once
@@ -51,6 +51,9 @@ class Channel:
     available: bool = True
     reason: str = ""
     ms: float = 0.0
+    related: float | None = None  # vector channels: the cosine a related hit reaches (mean + margin)
+    own: set[str] | None = None   # entity: the hits that mention one of the query's own entities (not
+                                  # only one it co-occurs with); None = every hit is the channel's own
 
     def stat(self) -> dict[str, Any]:
         d: dict[str, Any] = {"available": self.available, "hits": len(self.hits), "ms": round(self.ms, 2)}
@@ -59,17 +62,7 @@ class Channel:
         return d
 
 
-def stem(word: str) -> str:
-    for suf in _SUFFIXES:
-        if word.endswith(suf) and len(word) - len(suf) >= 4:
-            word = word[: -len(suf)]
-            if suf in ("ies", "ied"):
-                word += "y"
-            break
-    return word
-
-
-_TOKEN = re.compile(r"[^\W_]+")  # what unicode61 keeps as one token: letters and digits
+_TOKEN = TOKEN  # what unicode61 keeps as one token: letters and digits
 COMMON_DF = 0.05     # a word in over 5 % of all turns ranks little (IDF < 3) but costs the most
 PRUNE_FROM = 20_000  # below this many turns every word is cheap
 SUBSTRING_FROM = 5_000  # the trigram channel keeps to what bm25 cannot see from here (≈50 ms at 10k turns)
@@ -81,37 +74,7 @@ def word_expression(q: Query, cfg: RecallConfig, db: sqlite3.Connection | None =
 
 
 NOT_CLOSE = "nothing close enough"  # a vector channel's reason when the packet's gate kept none of its hits
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-COVERAGE_TERMS = 8  # coverage counts the query's 8 weightiest words (most prompts have fewer)
-
-
-def coverage(q: Query, text: str, n: int, df: dict[str, int]) -> float:
-    """Share of the query's word weight (IDF over ``n`` turns with document frequencies ``df``)
-    that ``text`` holds: a word counts when the text has it, or a word of the same stem; a CJK
-    word when the text contains it. Query words are taken as the word index splits them, so
-    ``test_retry_backoff`` is three words; a word the store never saw weighs as its rarest (in a
-    tiny store nearly every word would be unseen). 1.0 for a query without words."""
-    words = coverage_terms(q)
-    if not words:
-        return 1.0
-    toks = {t.lower() for t in _TOKEN.findall(text)}
-    stems = {stem(t) for t in toks}
-    weights, matched = [], []
-    for w in words:
-        d = max(1, df.get(w, 0))
-        idf = math.log(1.0 + max(0.0, n - d + 0.5) / (d + 0.5))
-        weights.append(idf)
-        if (w in text) if _CJK.match(w) else (w in toks or stem(w) in stems):
-            matched.append(idf)
-    # a long prompt (a pasted log, a page of instructions) is judged by its weightiest words
-    total = sum(sorted(weights, reverse=True)[:COVERAGE_TERMS])
-    return min(1.0, sum(sorted(matched, reverse=True)[:COVERAGE_TERMS]) / total) if total else 1.0
-
-
-def coverage_terms(q: Query) -> list[str]:
-    """The terms :func:`coverage` weighs: the query's words as the index splits them, and its CJK words."""
-    words = [t.lower() for w in q.words for t in (_TOKEN.findall(w) or [w]) if not _CJK.match(t)]
-    return list(dict.fromkeys([*words, *q.cjk_words]))
+coverage_terms = terms  # the terms the word gate weighs (recall/coverage.py)
 
 
 def word_query(q: Query, cfg: RecallConfig, db: sqlite3.Connection | None = None) -> tuple[str, bool]:
@@ -366,16 +329,19 @@ def vector_channels(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, names
         else:
             out[name] = Channel(name, available=False, reason=f"no {fld} embeddings for {model} yet")
     found = vectors.search_fields(mem.db, scope, vec, model, [VECTOR_FIELDS[n] for n in ready], cfg.pool)
-    margin = related_margin(model, mem.config.get("embedding.related_margin")) if cfg.vector_related else None
+    margin = related_margin(model, mem.config.get("embedding.related_margin")) \
+        if cfg.vector_related or cfg.floor else None
     for name in ready:
         hits = found[VECTOR_FIELDS[name]]
         floor = max(cfg.min_vector_sim, cfg.vector_floor * hits[0][1] if hits else 0.0)
+        related = None
         if margin is not None and hits:
-            base = vectors.mean_similarity(mem.db, scope, vec, model, VECTOR_FIELDS[name])
-            floor = max(floor, (base or 0.0) + margin)
+            related = (vectors.mean_similarity(mem.db, scope, vec, model, VECTOR_FIELDS[name]) or 0.0) + margin
+            if cfg.vector_related:
+                floor = max(floor, related)
         kept = [h for h in hits if h[1] >= floor and h[1] > 0]
         why = f"{NOT_CLOSE}: best cosine {hits[0][1]:.3f} < {floor:.3f}" if hits and not kept else ""
-        out[name] = Channel(name, kept, reason=why)
+        out[name] = Channel(name, kept, reason=why, related=related)
     return {n: out[n] for n in names}
 
 
@@ -402,16 +368,20 @@ def ch_entity(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Channel:
             weights[eid] = math.log(1 + total / df)
     if not weights:
         return Channel("entity", reason="only very common entities")
+    direct = set(weights)
     related = entrepo.related(db, scope, list(weights), limit=5)
     counts = entrepo.mention_counts(db, [eid for eid, _ in related])
     for eid, w in related:
         if counts.get(eid, 0) <= hub:  # expanding to a hub brings in noise (and costs the most)
             weights.setdefault(eid, 0.5 * math.log(1 + total / max(1.0, w)) * min(1.0, w / 3))
     scores: dict[str, float] = {}
+    own: set[str] = set()
     for eid, w in weights.items():
         for tid in entrepo.turns_mentioning(db, scope, eid, limit=cfg.pool * 2):
             scores[tid] = scores.get(tid, 0.0) + w
-    return Channel("entity", sorted(scores.items(), key=lambda kv: -kv[1])[: cfg.pool])
+            if eid in direct:
+                own.add(tid)
+    return Channel("entity", sorted(scores.items(), key=lambda kv: -kv[1])[: cfg.pool], own=own)
 
 
 def ch_time(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Channel:

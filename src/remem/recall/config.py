@@ -58,6 +58,12 @@ class RecallConfig:
     vector_floor: float = 0.5    # … and those below this × the best hit's cosine (nearest ≠ related)
     min_coverage: float = 0.0    # a turn only words found must hold this share of the query's word
                                  # weight (IDF), or it is dropped (channels.coverage; packets: 0.25)
+    # direct hits first (recall/direct.py): evidence from a session or a neighbour never lifts a turn
+    # above a direct word hit of which it holds less than this share of the query's word weight
+    guard_ratio: float = 0.5  # 0 = off
+    floor: float = 0.2  # a result needs a reason: this share of the query's word weight, a vector
+                        # over the related margin, a structural / entity / time hit, or a related
+                        # session-mate or neighbour (0 = off; packets gate harder, see PACKET)
 
     def with_(self, **kw: Any) -> RecallConfig:
         return replace(self, **kw)
@@ -82,12 +88,13 @@ DEFAULT = RecallConfig()
 # A turn only the word channels found must share enough of the prompt's weight: one common word
 # ("set up …", "time") is not a reason to show a memory (bench/packet_gate.py: 0.25 keeps 92 % of
 # the LoCoMo evidence that only words found, and none of what unrelated coding prompts pulled in).
+# The search floor is off here: these gates are stricter, and evidence alone never enters a packet.
 PACKET = DEFAULT.with_(threshold=0.35, mmr_lambda=0.75, session_cap=2, failed_penalty=0.3, vector_related=True,
-                       min_coverage=0.25)
+                       min_coverage=0.25, floor=0.0)
 
 _PLAIN = dict(session_weight=0.0, neighbour_weight=0.0, agreement=0.0, recency_weight=0.0,
               importance_weight=0.0, stop_words=False, stem_prefix=False, speaker_boost=1.0,
-              unnamed_vectors=False, session_date_days=0.0)
+              unnamed_vectors=False, session_date_days=0.0, guard_ratio=0.0, floor=0.0)
 
 PRESETS: dict[str, RecallConfig] = {
     "default": DEFAULT,

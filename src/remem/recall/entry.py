@@ -25,10 +25,11 @@ from ..ingest.signatures import error_signatures
 from ..scope import Scope
 from ..store import recall as recrepo
 from ..store import turns as turnrepo
+from . import coverage as cov
 from . import packet as pk
-from .channels import coverage, coverage_terms
+from .channels import coverage_terms
 from .config import PACKET, RecallConfig
-from .search import Ranked, rank, search_sessions, to_results
+from .search import Ranked, rank, search_sessions, to_results, words_text
 
 if TYPE_CHECKING:
     from ..core import Remem
@@ -117,32 +118,42 @@ def _distinct(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 _WORD_CHANNELS = {"bm25", "substring"}
 
 
+def _own_channels(ranked: Ranked, t: str) -> set[str]:
+    """The channels that found ``t`` by the query itself: an entity hit only through an entity the
+    query's ones co-occur with ("CI" next to test_retry_backoff) does not count."""
+    chans = set(ranked.details.get(t, {}).get("channels", {}))
+    ent = ranked.channels.get("entity")
+    if "entity" in chans and ent is not None and ent.own is not None and t not in ent.own:
+        chans.discard("entity")
+    return chans
+
+
 def _covered(mem: Remem, ranked: Ranked, order: list[tuple[str, float]], rows: dict[str, dict[str, Any]],
              least: float) -> list[tuple[str, float]]:
     """``order`` without the turns only the word channels found that hold less than ``least``
-    of the prompt's word weight (each kept one shows its coverage in its details)."""
-    words_only = {t for t, _ in order if t in rows
-                  and set(ranked.details.get(t, {}).get("channels", {})) <= _WORD_CHANNELS}
-    if not words_only:
-        return order
-    n, df = recrepo.doc_freqs(mem.db, coverage_terms(ranked.query))
-    n = max(n, 1)
+    of the prompt's word weight, or none of its topic words when it has some (coverage.topic_words;
+    each checked one shows its coverage in its details, every one the words it matched)."""
+    q = ranked.query
+    terms = coverage_terms(q)
+    n, df = recrepo.doc_freqs(mem.db, terms)
+    weights = cov.weights(terms, n, df)
+    topics = cov.topic_words(terms)
     keep = []
     for t, s in order:
-        if t in words_only:
-            c = coverage(ranked.query, _words_text(rows[t]), n, df)
-            ranked.details[t].setdefault("evidence", {})["coverage"] = round(c, 3)
-            if c < least:
+        if t not in rows:
+            continue
+        hit = cov.matched(q, words_text(rows[t]), terms)
+        d = ranked.details.setdefault(t, {})
+        d["matched"] = hit  # --explain shows them
+        if _own_channels(ranked, t) <= _WORD_CHANNELS:
+            c = cov.share(q, hit, weights, terms)
+            d.setdefault("evidence", {})["coverage"] = round(c, 3)
+            # a prompt that names a topic ("staging kubeconfig") is not answered by a memory sharing
+            # only its other words ("kept")
+            if c < least or (topics and not topics & set(hit)):
                 continue
         keep.append((t, s))
     return keep
-
-
-def _words_text(row: dict[str, Any]) -> str:
-    """The text the word index holds for a turn: request, reply, summary and its tool calls."""
-    parts = [row.get("request") or "", row.get("reply") or "", row.get("summary") or ""]
-    parts += [v for a in row.get("actions") or [] for v in a.values() if isinstance(v, str)]  # parsed tool calls
-    return "\n".join(p for p in parts if p)
 
 
 def _attach_fixes(mem: Remem, scope: Scope, items: list[dict[str, Any]], skip_shown: bool = True) -> None:
@@ -186,7 +197,10 @@ def repair(mem: Remem, error: str, scope: Scope, *, tool: str = "", budget: int 
     hits = recrepo.by_error(mem.db, scope, sigs, DEFAULTS["repair"]["k"] * 2)
     cfg = PACKET.with_(failed_penalty=0.0, threshold=0.0, weights={"structural": 2.0, "bm25": 1.0, "entity": 0.4})
     ranked = rank(mem, f"{tool} {error}".strip(), scope, k=DEFAULTS["repair"]["k"], cfg=cfg, now=now)
-    order = list(dict.fromkeys([t for t, _ in hits] + [t for t, _ in ranked.items]))[: DEFAULTS["repair"]["k"]]
+    # the floor: the same error first; other turns only as the packet's gates let them in
+    found = [(t, s) for t, s in ranked.items if _relevant(ranked, t)]
+    found = _covered(mem, ranked, found, recrepo.full_rows(mem.db, scope, [t for t, _ in found]), cfg.min_coverage)
+    order = list(dict.fromkeys([t for t, _ in hits] + [t for t, _ in found]))[: DEFAULTS["repair"]["k"]]
     score = {t: s for t, s in ranked.items}
     items = _items(mem, scope, ranked, [(t, score.get(t, 1.0)) for t in order])
     _attach_fixes(mem, scope, items, skip_shown=False)
@@ -202,7 +216,7 @@ def resume(mem: Remem, query: str, scope: Scope, *, session: str | None = None, 
     now = time.time() if now is None else now
     budget = pk.clamp_budget(budget or DEFAULTS["resume"]["budget"])
     if not session:
-        cands = search_sessions(mem, query, scope, k=DEFAULTS["resume"]["k"])
+        cands = search_sessions(mem, query, scope, k=DEFAULTS["resume"]["k"], related_only=True)
         for c in cands:
             sturns = recrepo.session_turns(mem.db, scope, c["owner"], c["agent"], c["session_id"], limit=1000)
             c["turns"] = len(sturns)

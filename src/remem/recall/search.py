@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..scope import Scope
 from ..store import recall as recrepo
+from . import coverage as cov
 from . import okapi
 from . import rank as rk
 from .channels import META_CHARS, Channel, gather, scope_corpus
 from .config import DEFAULT, OKAPI_SESSION_MAX, RecallConfig
+from .direct import VECTOR_CHANNELS, WORD_CHANNELS, floor, guard, reasons
 from .query import Query, build, named_days
 
 if TYPE_CHECKING:
@@ -193,6 +195,8 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
     details: dict[str, dict[str, Any]] = {t: {"channels": det.get(t, {}), "boosts": {}, "evidence": {}}
                                           for t in fused}
     groups = {t: session_key(m) for t, m in meta.items()}
+    evidence: dict[str, float] = {}  # what session and neighbour evidence added to each score
+    nb_of: dict[str, list[str]] = {}
     # neighbours: the turns around the best candidates are evidence too
     if cfg.neighbour_weight and with_neighbours and fused:
         top = sorted(fused, key=lambda t: -fused[t])[:20]
@@ -200,13 +204,13 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
         new_ids = [x for v in nb.values() for x in v if x not in meta]
         meta.update(recrepo.meta(db, scope, new_ids, text_chars=META_CHARS))
         groups.update({t: session_key(m) for t, m in meta.items()})
-        nb_of: dict[str, list[str]] = {}
         for t, v in nb.items():
             for x in v:
                 nb_of.setdefault(x, []).append(t)
         fused, parts = rk.spread(fused, groups, nb_of, session_weight=0.0, neighbour_weight=cfg.neighbour_weight)
         for t, p in parts.items():
             details.setdefault(t, {"channels": det.get(t, {}), "boosts": {}, "evidence": {}})["evidence"].update(p)
+            evidence[t] = evidence.get(t, 0.0) + float(p.get("neighbour", 0.0))
     sessions, best_turn = _session_ranking(mem, q, scope, cfg, fused, groups, hits, corp)
     if cfg.session_weight and sessions:
         srank = {g: i for i, (g, _) in enumerate(sessions, start=1)}
@@ -215,6 +219,7 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
             if r:
                 add = cfg.session_weight / (cfg.rrf_k + r)
                 fused[t] += add
+                evidence[t] = evidence.get(t, 0.0) + add
                 details[t]["evidence"]["session"] = {"rank": r, "added": round(add, 6)}
     # boosts
     qwords = set(q.all_words)
@@ -235,6 +240,9 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
         final[t] = rk.apply_boosts(s, f)
         details[t]["boosts"] = f
     order = sorted(final.items(), key=lambda x: (-x[1], x[0]))
+    if cfg.guard_ratio or cfg.floor:
+        base = _direct_base(final, fused, evidence, details, chans, cfg)
+        order = _direct(mem, q, scope, cfg, order, base, details, groups, chans, nb_of, meta, k)
     order = rk.adaptive_threshold(order, cfg.threshold)
     if cfg.mmr_lambda < 1.0 or cfg.session_cap:
         toks = {t: set((meta[t].get("request") or "").lower().split()) for t, _ in order[: k * 3]}
@@ -243,6 +251,81 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
     for t, s in order:
         details[t]["final"] = round(s, 6)
     return Ranked(q, chans, order[:k], details, meta, sessions, best_turn)
+
+
+def words_text(row: dict[str, Any]) -> str:
+    """The text the word index holds for a turn: request, reply, summary and its tool calls."""
+    parts = [row.get("request") or "", row.get("reply") or "", row.get("summary") or ""]
+    parts += [v for a in row.get("actions") or [] for v in a.values() if isinstance(v, str)]  # parsed tool calls
+    return "\n".join(p for p in parts if p)
+
+
+def _direct_base(final: dict[str, float], fused: dict[str, float], evidence: dict[str, float],
+                 details: dict[str, dict[str, Any]], chans: dict[str, Channel], cfg: RecallConfig) -> dict[str, float]:
+    """Each lifted candidate's final score without what does not show it related: its session and
+    neighbour evidence, and vector hits under the related margin (a nearest memory, not a related
+    one), with the agreement bonus they earned."""
+    weak = {c: ch.related for c, ch in chans.items() if c in VECTOR_CHANNELS and ch.related is not None}
+    base: dict[str, float] = {}
+    for t, f in fused.items():
+        if not f:
+            continue
+        chs = details[t]["channels"]
+        drop = [c for c, v in chs.items() if c in weak and float(v.get("score", 0.0)) < (weak[c] or 0.0)]
+        if not drop and not evidence.get(t):
+            continue
+        counted = [c for c in chs if c != "recency"]
+        direct_sum = sum(float(v["weight"]) / (cfg.rrf_k + int(v["rank"])) for c, v in chs.items()
+                         if c not in drop and c != "recency")
+        kept = [c for c in counted if c not in drop]
+        own = direct_sum * (1.0 + cfg.agreement * max(0, len(kept) - 1))
+        base[t] = final[t] * min(1.0, own / f)
+    return base
+
+
+def _direct(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, order: list[tuple[str, float]],
+            base: dict[str, float], details: dict[str, dict[str, Any]], groups: dict[str, str],
+            chans: dict[str, Channel], nb_of: dict[str, list[str]], meta: dict[str, dict[str, Any]],
+            k: int) -> list[tuple[str, float]]:
+    """The direct-hit guard and the relevance floor (recall/direct.py) over the best candidates and
+    the best word hits: each checked one shows its ``words`` (matched, coverage) in its details."""
+    pos = dict(order)
+    ids = [t for t, _ in order[: max(3 * k, 30)]]
+    for name in WORD_CHANNELS:
+        ch = chans.get(name)
+        if ch is not None and ch.available:
+            ids += [t for t, _ in ch.hits[:10] if t in pos]
+    ids = list(dict.fromkeys(ids))
+    rows = recrepo.full_rows(mem.db, scope, ids)
+    terms = cov.terms(q)
+    n, df = recrepo.doc_freqs(mem.db, terms)
+    weights = cov.weights(terms, n, df)
+    cover: dict[str, float] = {}
+    for t, _ in order:  # the rest by the start of their text (ranking rows): evidence lifts them too
+        row = rows.get(t) or meta.get(t)
+        if row is not None:
+            hit = cov.matched(q, words_text(row), terms)
+            cover[t] = cov.share(q, hit, weights, terms)
+            details[t]["words"] = {"matched": hit, "coverage": round(cover[t], 3)}
+    if cfg.guard_ratio:
+        direct = {t for t in cover if set(details[t]["channels"]) & WORD_CHANNELS}
+        order, capped = guard(order, base, cover, direct, cfg.guard_ratio)
+        for t, was in capped.items():
+            details[t]["evidence"]["capped"] = round(was, 6)  # below a direct hit holding more of the words
+    if cfg.floor:
+        related = {c: ch.related for c, ch in chans.items() if c in VECTOR_CHANNELS and ch.available}
+        ent = chans.get("entity")
+        own = ent.own if ent is not None and ent.own is not None else None
+
+        def channels_of(t: str) -> dict[str, Any]:  # an entity reached only by co-occurrence is no reason
+            c = details[t]["channels"]
+            return {n: v for n, v in c.items() if n != "entity" or own is None or t in own}
+
+        why = {t: reasons(channels_of(t), cover.get(t), related, cfg.floor) for t in cover}
+        for t, r in why.items():
+            details[t]["reasons"] = r
+        order = floor(order, why, groups, nb_of)
+    return order
 
 
 def to_results(mem: Remem, scope: Scope, ranked: Ranked, *, explain: bool) -> list[dict[str, Any]]:
@@ -272,12 +355,19 @@ def search(mem: Remem, query: str, scope: Scope, *, k: int = 10, explain: bool =
     return to_results(mem, scope, ranked, explain=explain)
 
 
-def search_sessions(mem: Remem, query: str, scope: Scope, *, k: int = 5,
-                    config: RecallConfig | None = None) -> list[dict[str, Any]]:
-    """Sessions (episodes) best first: {"session", "owner", "agent", "session_id", "score", "best_turn"}."""
-    ranked = rank(mem, query, scope, k=1, cfg=config or DEFAULT)
+def search_sessions(mem: Remem, query: str, scope: Scope, *, k: int = 5, config: RecallConfig | None = None,
+                    related_only: bool = False) -> list[dict[str, Any]]:
+    """Sessions (episodes) best first: {"session", "owner", "agent", "session_id", "score", "best_turn"}.
+
+    ``related_only``: only sessions holding a turn the relevance floor finds related (resume's floor)."""
+    cfg = config or DEFAULT
+    ranked = rank(mem, query, scope, k=1, cfg=cfg)
+    sessions = ranked.sessions
+    if related_only and cfg.floor:
+        ok = {session_key(ranked.meta[t]) for t, d in ranked.details.items() if d.get("reasons") and t in ranked.meta}
+        sessions = [(g, s) for g, s in sessions if g in ok]
     out = []
-    for key, score in ranked.sessions[:k]:
+    for key, score in sessions[:k]:
         owner, agent, sid = key.split("/", 2)
         out.append({"session": key, "owner": owner, "agent": agent, "session_id": sid, "score": round(score, 6),
                     "best_turn": ranked.best_turn.get(key)})

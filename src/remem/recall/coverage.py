@@ -1,0 +1,136 @@
+"""Word coverage: how much of a prompt's word weight a memory holds.
+
+Pure functions of plain values (the store's document frequencies are passed in). The packet's word
+gate, the search floor and the ranking's direct-hit guard all weigh words here, so a result's
+``coverage`` and ``matched`` words mean the same thing everywhere.
+
+A word's weight is the mean of two normalised IDFs, each in [0, 1]:
+
+* the **store's**: a word in every memory weighs nothing, one the store never saw weighs 1;
+* a **reference**'s: document frequencies of general technical prose (``wordfreq.txt``, built by
+  scripts/build_wordfreq.py from the docstrings and comments of Python's standard library), a word
+  the reference never saw weighs 1.
+
+The store alone cannot judge a topical store: four memories about the staging kubeconfig make
+"staging" and "kubeconfig" weigh ~0 there, so the unseen "kept" of "Where is the staging kubeconfig
+kept?" outweighed them and the packet came out empty. The reference still knows they are rare; it
+also knows "set", "file" or "error" are common wherever a developer writes, while the store's half
+keeps what only this store knows (a project name in every memory is no reason to show one).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+from importlib import resources
+
+from .query import Query
+
+TOKEN = re.compile(r"[^\W_]+")  # what unicode61 keeps as one token: letters and digits
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+COVERAGE_TERMS = 8  # coverage counts the query's 8 weightiest words (most prompts have fewer)
+# English suffixes stripped for prefix matching ("painting" → "paint"*)
+_SUFFIXES = ("ingly", "edly", "ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "ly", "s")
+
+
+@lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    for suf in _SUFFIXES:
+        if word.endswith(suf) and len(word) - len(suf) >= 4:
+            word = word[: -len(suf)]
+            if suf in ("ies", "ied"):
+                word += "y"
+            break
+    return word
+
+
+@lru_cache(maxsize=1)
+def reference() -> tuple[int, dict[str, int]]:
+    """(documents, document frequency by word) of the shipped reference (wordfreq.txt)."""
+    n, df = 1, {}
+    text = resources.files(__package__).joinpath("wordfreq.txt").read_text(encoding="utf-8")
+    for line in text.splitlines():
+        word, _, count = line.partition("\t")
+        if word == "# documents":
+            n = int(count)
+        elif count and not word.startswith("#"):
+            df[word] = int(count)
+    return n, df
+
+
+def _idf(n: int, d: int) -> float:
+    d = max(1, d)
+    return math.log(1.0 + max(0.0, n - d + 0.5) / (d + 0.5))
+
+
+def _norm_idf(n: int, d: int) -> float:
+    """IDF over ``n`` documents of a word in ``d`` of them, over that of a word in one: in [0, 1]."""
+    top = _idf(n, 1)
+    return min(1.0, _idf(n, d) / top) if top > 0 else 1.0
+
+
+def terms(q: Query) -> list[str]:
+    """The terms coverage weighs: the query's words as the index splits them, and its CJK words."""
+    words = [t.lower() for w in q.words for t in (TOKEN.findall(w) or [w]) if not CJK.match(t)]
+    return list(dict.fromkeys([*words, *q.cjk_words]))
+
+
+TOPIC = 0.75  # a word this rare in the reference (in ~15 of its 19k documents or fewer) names a topic
+
+
+def reference_weight(word: str) -> float:
+    """The word's normalised IDF in the reference (a word it lacks is looked up by its stem; 1 if unknown)."""
+    rn, rdf = reference()
+    return _norm_idf(rn, rdf.get(word) or rdf.get(stem(word)) or 0)
+
+
+def topic_words(words: list[str]) -> set[str]:
+    """The words that name a topic rather than say something about it: rare in the reference.
+    ("staging", "kubeconfig", "redis" do; "kept", "set", "error" do not.)"""
+    return {w for w in words if reference_weight(w) >= TOPIC}
+
+
+def weights(words: list[str], n: int, df: dict[str, int]) -> dict[str, float]:
+    """Each word's weight: the mean of its normalised IDF over the store (``n`` turns, document
+    frequencies ``df``) and over the reference (a word it lacks is looked up by its stem)."""
+    return {w: 0.5 * (_norm_idf(max(n, 1), df.get(w, 0)) + reference_weight(w)) for w in words}
+
+
+def matched(q: Query, text: str, words: list[str] | None = None) -> list[str]:
+    """The query's terms (``words``, default :func:`terms`) ``text`` holds: the word or a word of
+    the same stem; a CJK word by containment."""
+    words = terms(q) if words is None else words
+    toks = set(TOKEN.findall(text.lower()))
+    out = []
+    stems: set[str] | None = None
+    for w in words:
+        if CJK.match(w):
+            if w in text:
+                out.append(w)
+        elif w in toks:
+            out.append(w)
+        else:
+            if stems is None:
+                stems = {stem(t) for t in toks}
+            if stem(w) in stems:
+                out.append(w)
+    return out
+
+
+def coverage(q: Query, text: str, n: int, df: dict[str, int]) -> float:
+    """Share of the query's word weight (:func:`weights`) that ``text`` holds (:func:`matched`).
+
+    A long prompt (a pasted log, a page of instructions) is judged by its COVERAGE_TERMS weightiest
+    words. 1.0 for a query without words (nothing to weigh)."""
+    return share(q, matched(q, text), weights(terms(q), n, df))
+
+
+def share(q: Query, hit: list[str], w: dict[str, float], words: list[str] | None = None) -> float:
+    """Share of the weight of the query's terms (``words``, default :func:`terms`) that ``hit`` holds."""
+    words = terms(q) if words is None else words
+    if not words:
+        return 1.0
+    total = sum(sorted((w.get(x, 1.0) for x in words), reverse=True)[:COVERAGE_TERMS])
+    got = sum(sorted((w.get(x, 1.0) for x in hit), reverse=True)[:COVERAGE_TERMS])
+    return min(1.0, got / total) if total else 1.0
