@@ -142,10 +142,12 @@ def mcp(ctx: click.Context, agent: str | None, owner: str | None, project: str |
 @click.command()
 @click.option("--no-import", is_flag=True, help="Skip importing existing agent history.")
 @click.option("--no-daemon", is_flag=True, help="Do not start the daemon.")
+@click.option("--port", type=click.IntRange(0, 65535), default=None,
+              help="Port for the daemon (default: server.port, 7077).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (no progress bar).")
 @click.pass_context
 @handle_errors
-def up(ctx: click.Context, no_import: bool, no_daemon: bool, as_json: bool) -> None:
+def up(ctx: click.Context, no_import: bool, no_daemon: bool, port: int | None, as_json: bool) -> None:
     """Set remem up on this machine: home, agent history, daemon. Safe to run again."""
     from ..core import Remem
     from ..server import daemon, optional
@@ -156,6 +158,11 @@ def up(ctx: click.Context, no_import: bool, no_daemon: bool, as_json: bool) -> N
     try:
         mem.init()
         running = daemon.find(home, wait=2.0)
+        if not no_daemon and (running is None or running.health is None):
+            host, cfg_port = _settings(home)
+            port = cfg_port if port is None else port
+            if not daemon.port_free(host, port):  # say so before a long import, not after it
+                fail(daemon.port_taken(host, port))
         if no_import:
             out["import"] = {"skipped": "--no-import"}
         else:
@@ -176,8 +183,10 @@ def up(ctx: click.Context, no_import: bool, no_daemon: bool, as_json: bool) -> N
         mem.close()
     if not no_daemon:
         if running is None or running.health is None:
-            _, port = _settings(home)
-            running = daemon.spawn(home, port)
+            try:
+                running = daemon.spawn(home, _settings(home)[1] if port is None else port)
+            except daemon.DaemonError as e:
+                fail(str(e))
             out["daemon"] = "started"
         else:
             out["daemon"] = "already running"
