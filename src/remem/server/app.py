@@ -88,8 +88,17 @@ def _errors(app: FastAPI) -> None:
     async def not_found(_r: Request, e: Exception) -> JSONResponse:
         return reply(404, str(e).strip("'\""))
 
+    async def out_of_range(_r: Request, e: Exception) -> JSONResponse:
+        # SQLite holds 64-bit integers; a bigger one from a request is the client's mistake
+        return reply(400, f"number out of range ({e})")
+
+    async def too_deep(_r: Request, _e: Exception) -> JSONResponse:
+        return reply(400, "input is nested too deeply")
+
     for exc in (InputError, ConfigError, ScopeError, ValueError):
         app.add_exception_handler(exc, bad_request)
+    app.add_exception_handler(OverflowError, out_of_range)
+    app.add_exception_handler(RecursionError, too_deep)
     app.add_exception_handler(LookupError, not_found)
     app.add_exception_handler(optional.Unavailable, unavailable)
     app.add_exception_handler(StoreError, store_error)
