@@ -368,3 +368,20 @@ def test_viewer_shows_installs_sizes_and_memories_without_tools_as_they_are(tmp_
             shot(page, "22-claude-code-installed")
         assert not errors, errors
         ctx.close()
+
+
+def test_login_page_names_this_homes_token_file(tmp_path, browser):
+    """REMEM_HOME elsewhere: the login hint names that token file (with ~ for the home directory),
+    not ~/.remem/token."""
+    home = tmp_path / "home"
+    home.mkdir()
+    with Daemon(home / "work memory", env={"HOME": str(home), "REMEM_AUTO_SYNC": "0"}) as d:
+        ctx = browser.new_context(locale="en-US")
+        page = ctx.new_page()
+        page.goto(d.url + "/login")
+        page.wait_for_selector("#token-hint")
+        assert page.inner_text("#token-hint") == "cat ~/'work memory/token'"
+        ctx.close()
+    with Daemon(tmp_path / "srv" / "remem", env={"HOME": str(home), "REMEM_AUTO_SYNC": "0"}) as d:
+        html = httpx.get(d.url + "/login").text
+        assert f'<meta name="remem-token-path" content="{tmp_path}/srv/remem/token">' in html

@@ -20,6 +20,11 @@ from ..store.db import StoreError
 EXPECTED = (InputError, StoreError, ConfigError, ScopeError, ValueError, OSError, sqlite3.Error)
 
 
+def count(n: int, one: str, many: str | None = None) -> str:
+    """``count(1, "memory", "memories")`` → "1 memory"; every count a command prints goes through here."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
     click.echo(f"remem: error: {message}", err=True)
     sys.exit(code)

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ..ingest.normalize import InputError, decode_bytes
-from . import emit, handle_errors, open_mem
+from . import count, emit, handle_errors, open_mem
 
 scope_options = [
     click.option("--owner", default=None, help="Owner (profile) to read or write; default from config."),
@@ -148,7 +148,7 @@ def forget(ctx: click.Context, ids: tuple[str, ...], session: str | None, source
     gone = mem.forget(ids=list(ids) or None, session=session, source=source, owner=owner)
     if ids and not gone:
         raise InputError("no such memory in this scope")
-    emit({"forgotten": len(gone), "ids": gone}, as_json, lambda d: click.echo(f"forgot {d['forgotten']} memories"))
+    emit({"forgotten": len(gone), "ids": gone}, as_json, lambda d: click.echo(f"forgot {count(d['forgotten'], 'memory', 'memories')}"))
 
 
 @click.command()
@@ -163,7 +163,8 @@ def stats(ctx: click.Context, owner: str | None, as_json: bool) -> None:
 
     def human(d: dict[str, Any]) -> None:
         click.echo(f"home: {d['home']}")
-        click.echo(f"memories: {d['turns']} turns in {d['sessions']} sessions, {d['projects']} projects"
+        click.echo(f"memories: {count(d['turns'], 'turn')} in {count(d['sessions'], 'session')}, "
+                   f"{count(d['projects'], 'project')}"
                    f" (owner {', '.join(d['owners'])})")
         for agent, n in d["by_agent"].items():
             click.echo(f"  {agent:<14} {n}")

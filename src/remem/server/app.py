@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from ..config import ConfigError
@@ -45,9 +45,11 @@ def create_app(state: DaemonState) -> FastAPI:
     def index() -> FileResponse:
         return FileResponse(VIEWER / "index.html", headers={"cache-control": "no-store"})
 
+    login_html = _login_html(state.home / "token")
+
     @app.get("/login", include_in_schema=False)
-    def login_page() -> FileResponse:
-        return FileResponse(VIEWER / "login.html", headers={"cache-control": "no-store"})
+    def login_page() -> HTMLResponse:
+        return HTMLResponse(login_html, headers={"cache-control": "no-store"})
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> FileResponse:
@@ -58,6 +60,23 @@ def create_app(state: DaemonState) -> FastAPI:
     allowed = security.LOOPBACK_HOSTS | {state.host.lower()} if _loopback(state.host) else None
     app.add_middleware(security.Guard, token=state.token, allowed_hosts=allowed)  # type: ignore[arg-type]
     return app
+
+
+def _login_html(token_path: Path) -> str:
+    """The login page, told where this home's token is (``~/…`` under the user's home) so its hint
+    names the real file, not ``~/.remem/token`` when ``REMEM_HOME`` is elsewhere."""
+    import html
+    import shlex
+
+    path = str(token_path)
+    try:
+        rel = token_path.relative_to(Path.home())
+        path = "~/" + shlex.quote(str(rel))
+    except ValueError:
+        path = shlex.quote(path)
+    meta = f'<meta name="remem-token-path" content="{html.escape(path, quote=True)}">'
+    page = (VIEWER / "login.html").read_text(encoding="utf-8")
+    return page.replace("</head>", f"  {meta}\n</head>", 1)
 
 
 def _loopback(host: str) -> bool:
