@@ -223,6 +223,9 @@ def _check_value(key: str, value: Any) -> None:
         raise configmod.ConfigError(f"expected a finite number, got {value!r}")
     if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > MAX_NUMBER:
         raise configmod.ConfigError(f"number out of range: {value!r}")
+    if key != "agents" and isinstance(configmod.DEFAULTS.get(key), dict):
+        raise configmod.ConfigError(f"a whole section cannot be replaced at once (the settings left out would "
+                                    f"be lost); set them one by one, e.g. {key}.{next(iter(configmod.DEFAULTS[key]))}")
     parts = key.split(".")
     if parts[0] == "agents":
         if len(parts) == 1:
