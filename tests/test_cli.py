@@ -193,3 +193,59 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(mem):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 141, err
     assert b"error" not in err.lower()
+
+
+def _write_claude_session(home: Path, turns: int) -> None:
+    """A real-shaped Claude Code transcript: user prompts, assistant replies with a Bash tool call."""
+    proj = home / ".claude" / "projects" / "-home-dev-shop"
+    proj.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i in range(turns):
+        ts = f"2026-03-0{i + 1}T10:00:00.000Z"
+        lines.append({"type": "user", "sessionId": "s-1", "cwd": "/home/dev/shop", "timestamp": ts,
+                      "uuid": f"u{i}", "message": {"role": "user", "content": f"why does the deploy of shop #{i} hang?"}})
+        lines.append({"type": "assistant", "sessionId": "s-1", "cwd": "/home/dev/shop", "timestamp": ts,
+                      "uuid": f"a{i}", "parentUuid": f"u{i}", "message": {
+                          "role": "assistant", "model": "claude-sonnet-4",
+                          "content": [{"type": "text", "text": "The readiness probe points at /healthz, which "
+                                                               "the new build no longer serves."}]}})
+    (proj / "s-1.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def test_up_says_what_is_true_and_suggests_hooks_only_where_missing(cli):
+    """The first `remem up` on an empty machine does not claim history is "up to date", and
+    `next: remem hooks install` appears only while a found agent lacks remem's hooks."""
+    home = Path(os.environ["HOME"])
+    r = cli("up", "--no-daemon")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    assert "no agent history found on this machine yet" in out and "up to date" not in out, out
+    assert "next:" not in out and "hooks install" not in out, out  # no agent to install into
+
+    _write_claude_session(home, 1)
+    r = cli("up", "--no-daemon")
+    out = r.stdout.decode()
+    assert "imported: 1 new memory from 2 messages" in out, out
+    assert "next: remem hooks install   (live capture and recall inside claude-code)" in out, out
+    assert "up to date" in cli("up", "--no-daemon").stdout.decode()
+
+    assert cli("hooks", "install", "claude-code").returncode == 0
+    out = cli("up", "--no-daemon").stdout.decode()
+    assert "next:" not in out and "hooks: installed in claude-code" in out, out
+
+
+def test_counts_are_singular_for_one(cli):
+    added = json.loads(cli("add", "We deploy the shop with `kubectl rollout restart deploy/shop` after the "
+                           "migration job; rollback is `kubectl rollout undo deploy/shop`", "--json").stdout)
+    stats = cli("stats").stdout.decode()
+    assert "memories: 1 turn in " in stats and "1 turns" not in stats, stats
+    r = cli("forget", added["id"], "--yes")
+    assert r.returncode == 0, r.stderr
+    assert "forgot 1 memory" in r.stdout.decode() and "1 memories" not in r.stdout.decode()
+    _write_claude_session(Path(os.environ["HOME"]), 1)
+    out = cli("sync").stdout.decode()
+    assert "total: 2 messages scanned" in out and "1 memory added" in out, out
+    from remem.cli import count
+
+    assert [count(n, "memory", "memories") for n in (0, 1, 2)] == ["0 memories", "1 memory", "2 memories"]
+    assert count(1, "session") == "1 session" and count(3, "session") == "3 sessions"

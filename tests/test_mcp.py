@@ -73,3 +73,47 @@ def test_mcp_tools_over_stdio(remem_home):
     m = remem.open(remem_home)
     assert m.get(other, owner="someone-else") is not None  # untouched
     m.close()
+
+
+def _text(result) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+def test_tool_errors_reach_the_client_with_their_reason_and_log_one_line(remem_home, tmp_path):
+    """An id outside the scope, an empty query, a memory of another owner: the client reads why
+    (not "Error executing tool memory_get"), and the server's stderr gets one line each, no traceback."""
+    import shlex
+
+    import remem
+
+    m = remem.open(remem_home)
+    other = m.add("The billing service retries Stripe webhooks five times with exponential backoff "
+                  "(see billing/webhooks.py: RETRY_SCHEDULE = [1, 5, 30, 120, 600])",
+                  owner="someone-else", agent="codex").id
+    m.close()
+    errlog = tmp_path / "mcp-stderr.txt"
+    cmd = f"exec {shlex.quote(sys.executable)} -m remem mcp --agent codex 2>>{shlex.quote(str(errlog))}"
+    params = StdioServerParameters(command="sh", args=["-c", cmd], env={**os.environ, "REMEM_HOME": str(remem_home)})
+    missing = "t_0123456789abcdef0123"
+
+    async def session() -> None:
+        async with Client(params, read_timeout_seconds=60) as client:
+            for tool, args, reason in [
+                ("memory_get", {"id": missing}, f"no memory {missing} in this scope"),
+                ("memory_get", {"id": other}, f"no memory {other} in this scope"),
+                ("memory_search", {"query": "   "}, "query is empty"),
+                ("memory_forget", {"id": other}, f"no memory {other}"),
+            ]:
+                r = await client.call_tool(tool, args)
+                assert r.is_error if hasattr(r, "is_error") else r.isError
+                assert reason in _text(r), (tool, _text(r))
+
+    anyio.run(session)
+    err = errlog.read_text()
+    assert "Traceback" not in err and "UnexpectedToolError" not in err, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert lines == [f"remem mcp: memory_get failed: no memory {missing} in this scope",
+                     f"remem mcp: memory_get failed: no memory {other} in this scope",
+                     "remem mcp: memory_search failed: query is empty",
+                     lines[3]], err
+    assert lines[3].startswith(f"remem mcp: memory_forget failed: no memory {other}")

@@ -89,12 +89,24 @@ def test_cookie_login_flow(daemon):
     assert forged.status_code == 401
 
 
-def test_login_attempts_are_limited(tmp_path):
+def test_login_attempts_back_off_per_client_and_never_lock_the_right_token(tmp_path):
+    """Ten wrong logins from one client: that client waits (429 with Retry-After); another client and
+    the right token from the same client still get in (before, one guesser locked everyone out for 60 s)."""
     (tmp_path / "home").mkdir()
     with Daemon(tmp_path / "remem", env={"HOME": str(tmp_path / "home"), "REMEM_AUTO_SYNC": "0"}) as d:
         codes = [httpx.post(d.url + "/api/v1/auth/login", json={"token": f"guess-{i}"}).status_code
                  for i in range(12)]
-        assert codes[:10] == [401] * 10 and codes[-1] == 429
+        assert codes[:10] == [401] * 10 and codes[-2:] == [429, 429]
+        r = httpx.post(d.url + "/api/v1/auth/login", json={"token": "guess-again"})
+        assert r.status_code == 429 and 1 <= int(r.headers["retry-after"]) <= 61
+        assert "too many failed logins from 127.0.0.1" in r.json()["detail"]
+        ok = httpx.post(d.url + "/api/v1/auth/login", json={"token": d.token})  # same client, right token
+        assert ok.status_code == 200 and "remem_session=" in ok.headers["set-cookie"]
+        # another client (another loopback address) is not held back by the first one's guesses
+        other = httpx.HTTPTransport(local_address="127.0.0.2")
+        with httpx.Client(transport=other, base_url=d.url) as c:
+            assert c.post("/api/v1/auth/login", json={"token": "guess-x"}).status_code == 401
+            assert c.post("/api/v1/auth/login", json={"token": d.token}).status_code == 200
         assert d.get("/api/v1/stats").status_code == 200  # the real token still works by header
 
 

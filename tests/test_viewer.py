@@ -281,3 +281,107 @@ def test_search_filters_by_when_the_work_happened(tmp_path, browser):
         expect(page.locator("#memory-list .item")).to_have_count(1)
         assert "new way" in page.inner_text("#memory-list .item")
         ctx.close()
+
+
+def _opencode_db(path: Path, sessions: int = 3) -> Path:
+    """A small OpenCode database (session / message / part) with a few real-shaped sessions."""
+    import json
+    import sqlite3
+    import time
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(path)
+    con.executescript(
+        "CREATE TABLE session (id TEXT PRIMARY KEY, parent_id TEXT, directory TEXT, title TEXT, "
+        "time_created INTEGER, time_updated INTEGER);"
+        "CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, time_updated INTEGER, "
+        "data TEXT);"
+        "CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, "
+        "time_updated INTEGER, data TEXT);")
+    now = int(time.time() * 1000) - 86_400_000
+    for s in range(sessions):
+        sid = f"ses_{s:04d}"
+        con.execute("INSERT INTO session VALUES (?, NULL, ?, ?, ?, ?)",
+                    (sid, "/home/dev/shop", f"flaky retry test {s}", now, now + 5000))
+        for i, (role, text) in enumerate([("user", f"Why does test_retry_backoff fail with 'expected 3 retries, got 2'? (run {s})"),
+                                          ("assistant", "The backoff loop exits one attempt early: `range(1, retries)` "
+                                                        "should be `range(retries)`. " + "Traceback line\n" * 200)]):
+            mid = f"msg_{s:04d}_{i}"
+            con.execute("INSERT INTO message VALUES (?, ?, ?, ?, ?)",
+                        (mid, sid, now + i, now + i, json.dumps({"role": role, "time": {"created": now + i}})))
+            con.execute("INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
+                        (f"prt_{s:04d}_{i}", mid, sid, now + i, now + i, json.dumps({"type": "text", "text": text})))
+    con.commit()
+    con.close()
+    return path
+
+
+def test_viewer_shows_installs_sizes_and_memories_without_tools_as_they_are(tmp_path, browser):
+    """A fully installed Claude Code reads "installed" (not "partly installed · 6 of 6 hooks"); a memory
+    with no tool calls shows no literal "null"; a database source shows the database's size, not a
+    row count read as bytes."""
+    from playwright.sync_api import expect
+
+    import remem
+    from conftest import run_cli
+
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    db = _opencode_db(home / ".local" / "share" / "opencode" / "opencode.db")
+    env = {"HOME": str(home), "REMEM_HOME": str(tmp_path / "remem")}
+    m = remem.open(tmp_path / "remem", env={"REMEM_EMBEDDING_MODEL": "hash"})
+    added = m.add("We deploy the shop with `kubectl rollout restart deploy/shop` once the migration job "
+                  "has finished; 回滚用 `kubectl rollout undo deploy/shop`。", agent="codex", project="shop")
+    m.close()
+    if _has_integrations():
+        r = run_cli("hooks", "install", "claude-code", env=env)
+        assert r.returncode == 0, r.stderr
+    with Daemon(tmp_path / "remem", env={"HOME": str(home), "REMEM_AUTO_SYNC": "0"}) as d:
+        ctx = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+        page = ctx.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        login(page, d)
+        page.click(f'#memory-list .item[data-id="{added.id}"]')
+        page.wait_for_selector("#detail-request")
+        detail = page.inner_text("#memory-detail")
+        assert "kubectl rollout restart" in detail and "null" not in detail, detail
+        shot(page, "20-memory-without-tools")
+
+        page.click('a[data-page="sources"]')
+        if HAS_SYNC:
+            row = page.locator('#sources-table tr[data-source="opencode"]')
+            expect(row).to_have_count(1)
+            api_bytes = next(s for s in d.get("/api/v1/sources").json()["sources"] if s["name"] == "opencode")["bytes"]
+            assert api_bytes == db.stat().st_size  # the file, not its 12 rows
+            kib = db.stat().st_size / 1024  # as the viewer's fmtBytes writes it
+            assert (f"{kib:.0f} KB" if kib >= 10 else f"{kib:.1f} KB") in row.inner_text(), row.inner_text()
+            shot(page, "21-database-source-size")
+
+        if _has_integrations():
+            page.click('a[data-page="integrations"]')
+            card = page.locator('#integrations-list [data-integration="claude-code"]')
+            expect(card).to_have_count(1)
+            text = card.inner_text()
+            assert "partly installed" not in text and "installed" in text, text
+            assert re.search(r"(\d+) of \1 hooks", text), text
+            shot(page, "22-claude-code-installed")
+        assert not errors, errors
+        ctx.close()
+
+
+def test_login_page_names_this_homes_token_file(tmp_path, browser):
+    """REMEM_HOME elsewhere: the login hint names that token file (with ~ for the home directory),
+    not ~/.remem/token."""
+    home = tmp_path / "home"
+    home.mkdir()
+    with Daemon(home / "work memory", env={"HOME": str(home), "REMEM_AUTO_SYNC": "0"}) as d:
+        ctx = browser.new_context(locale="en-US")
+        page = ctx.new_page()
+        page.goto(d.url + "/login")
+        page.wait_for_selector("#token-hint")
+        assert page.inner_text("#token-hint") == "cat ~/'work memory/token'"
+        ctx.close()
+    with Daemon(tmp_path / "srv" / "remem", env={"HOME": str(home), "REMEM_AUTO_SYNC": "0"}) as d:
+        html = httpx.get(d.url + "/login").text
+        assert f'<meta name="remem-token-path" content="{tmp_path}/srv/remem/token">' in html

@@ -9,12 +9,24 @@ through :func:`remem.agent_text.safe` (no tags, no invisible characters).
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
+import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from .agent_text import safe_tree
+from .config import ConfigError
 from .core import Remem
-from .scope import Scope
+from .ingest.normalize import InputError
+from .scope import Scope, ScopeError
+from .store.db import StoreError
+
+log = logging.getLogger("remem.mcp")
+# failures a tool call can expect (bad arguments, an id not in scope, a locked database): the client
+# gets their message, the log one line; anything else is a bug and keeps the SDK's traceback
+EXPECTED = (ValueError, LookupError, OverflowError, InputError, ScopeError, StoreError, ConfigError, sqlite3.Error)
 
 INSTRUCTIONS = (
     "remem is the user's long-term memory across coding agents. Search it (memory_search) before "
@@ -103,8 +115,26 @@ def build(mem: Remem, *, agent: str | None = None, owner: str | None = None, pro
     tools = Tools(mem, agent=agent, owner=owner, project=project)
     server = MCPServer("remem", instructions=INSTRUCTIONS, version=ver, log_level="WARNING")
     for name in ("memory_search", "memory_get", "memory_add", "memory_timeline", "memory_forget"):
-        server.add_tool(getattr(tools, name), name=name)
+        server.add_tool(_said(name, getattr(tools, name)), name=name)
     return server
+
+
+def _said(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The tool with its expected failures raised as ``ToolError``: the client reads the reason
+    ("no memory t_… in this scope") instead of "Error executing tool memory_get", and stderr gets
+    one line instead of a traceback."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except EXPECTED as e:
+            msg = (str(e) or type(e).__name__).strip().strip("'\"").splitlines()[0]
+            log.warning("remem mcp: %s failed: %s", name, msg)
+            raise ToolError(msg) from None
+
+    return call
 
 
 def run(home: str | os.PathLike[str] | None = None, *, agent: str | None = None, owner: str | None = None,

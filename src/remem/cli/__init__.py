@@ -8,7 +8,7 @@ import os
 import sqlite3
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -20,7 +20,12 @@ from ..store.db import StoreError
 EXPECTED = (InputError, StoreError, ConfigError, ScopeError, ValueError, OSError, sqlite3.Error)
 
 
-def fail(message: str, code: int = 1) -> None:
+def count(n: int, one: str, many: str | None = None) -> str:
+    """``count(1, "memory", "memories")`` → "1 memory"; every count a command prints goes through here."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
     click.echo(f"remem: error: {message}", err=True)
     sys.exit(code)
 

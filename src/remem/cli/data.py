@@ -10,7 +10,7 @@ import click
 from ..config import ConfigError
 from ..core import iter_lines
 from ..ingest.normalize import InputError
-from . import emit, handle_errors, open_mem
+from . import count, emit, handle_errors, open_mem
 
 
 @click.command("export")
@@ -32,7 +32,7 @@ def export_cmd(ctx: click.Context, out: str | None, sqlite_path: str | None, own
             n = mem.export_jsonl(f, owner=owner)
     else:
         n = mem.export_jsonl(sys.stdout, owner=owner)
-    click.echo(f"exported {n} memories", err=True)
+    click.echo(f"exported {count(n, 'memory', 'memories')}", err=True)
 
 
 @click.command("import")
@@ -135,7 +135,7 @@ def embed(ctx: click.Context, limit: int | None, as_json: bool) -> None:
     n = mem.embed_pending(limit=limit)
     if mem.embedder_error:
         raise ConfigError(f"embedder unavailable: {mem.embedder_error}")
-    emit({"embedded": n}, as_json, lambda d: click.echo(f"embedded {d['embedded']} memories"))
+    emit({"embedded": n}, as_json, lambda d: click.echo(f"embedded {count(d['embedded'], 'memory', 'memories')}"))
 
 
 _ = InputError

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ..ingest.normalize import InputError, decode_bytes
-from . import emit, handle_errors, open_mem
+from . import count, emit, handle_errors, open_mem
 
 scope_options = [
     click.option("--owner", default=None, help="Owner (profile) to read or write; default from config."),
@@ -219,7 +219,7 @@ def forget(ctx: click.Context, ids: tuple[str, ...], session: str | None, source
         if not lifted:
             raise InputError("nothing forgotten matches that in this scope (see remem forget --list)")
         emit({"let_back": len(lifted), "tombstones": lifted}, as_json,
-             lambda d: click.echo(f"{_n(d['let_back'], 'forgotten item')} let back in; the next `remem sync` "
+             lambda d: click.echo(f"{count(d['let_back'], 'forgotten item')} let back in; the next `remem sync` "
                                   f"brings {'it' if d['let_back'] == 1 else 'them'} back from the agents' history"))
         return
     if (session or source) and not yes and not as_json:
@@ -239,11 +239,7 @@ def forget(ctx: click.Context, ids: tuple[str, ...], session: str | None, source
                 "(undo: remem forget --undo "
                 + " ".join(gone[:5]) + (" …" if len(gone) > 5 else "") + ")")
     emit({"forgotten": len(gone), "ids": gone, "kept_out": keep}, as_json,
-         lambda d: click.echo(f"forgot {_n(d['forgotten'], 'memory', 'memories')}; {d['kept_out']}"))
-
-
-def _n(count: int, one: str, many: str | None = None) -> str:
-    return f"{count} {one if count == 1 else (many or one + 's')}"
+         lambda d: click.echo(f"forgot {count(d['forgotten'], 'memory', 'memories')}; {d['kept_out']}"))
 
 
 def _kept_line(t: dict[str, Any]) -> str:
@@ -267,7 +263,8 @@ def stats(ctx: click.Context, owner: str | None, as_json: bool) -> None:
 
     def human(d: dict[str, Any]) -> None:
         click.echo(f"home: {d['home']}")
-        click.echo(f"memories: {d['turns']} turns in {d['sessions']} sessions, {d['projects']} projects"
+        click.echo(f"memories: {count(d['turns'], 'turn')} in {count(d['sessions'], 'session')}, "
+                   f"{count(d['projects'], 'project')}"
                    f" (owner {', '.join(d['owners'])})")
         for agent, n in d["by_agent"].items():
             click.echo(f"  {agent:<14} {n}")

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..ingest.normalize import InputError, decode_bytes
-from . import emit, handle_errors, open_mem
+from . import count, emit, handle_errors, open_mem
 
 ENTRIES = ("turn_start", "sub_agent", "repair", "resume")
 
@@ -63,7 +63,7 @@ def recall(ctx: click.Context, prompt: str, owner: str | None, agent: str | None
         else:
             click.echo(r["text"])
         if explain:
-            click.echo(f"\n-- {len(r['items'])} items, {r.get('tokens', 0)} of {r.get('budget')} tokens", err=True)
+            click.echo(f"\n-- {count(len(r['items']), 'item')}, {r.get('tokens', 0)} of {r.get('budget')} tokens", err=True)
             for i, it in enumerate(r["items"], 1):
                 d = it.get("details") or {}
                 chans = ", ".join(f"{n}#{v.get('rank')}" for n, v in d.get("channels", {}).items())

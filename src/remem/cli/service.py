@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 import click
 
-from . import emit, fail, handle_errors
+from . import count, emit, fail, handle_errors
 
 UP_ERRORS = 10  # reasons `remem up` lists for files it could not read (as `remem sync` does)
 
@@ -101,7 +102,7 @@ def status(ctx: click.Context, as_json: bool, login_link: bool) -> None:
         if e.get("configured"):
             state = "off" if not e.get("enabled") else (e.get("loaded") or "not loaded yet")
             runtime = f", on {e['runtime']}" if e.get("runtime") else ""
-            pending = f", {e['pending']} turns waiting" if e.get("pending") else ""
+            pending = f", {count(e['pending'], 'turn')} waiting" if e.get("pending") else ""
             click.echo(f"embedder: {e['configured']} ({state}{runtime}{pending})"
                        + (f" — {e['error']}" if e.get("error") else ""))
         if d.get("login_link"):
@@ -142,10 +143,12 @@ def mcp(ctx: click.Context, agent: str | None, owner: str | None, project: str |
 @click.command()
 @click.option("--no-import", is_flag=True, help="Skip importing existing agent history.")
 @click.option("--no-daemon", is_flag=True, help="Do not start the daemon.")
+@click.option("--port", type=click.IntRange(0, 65535), default=None,
+              help="Port for the daemon (default: server.port, 7077).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (no progress bar).")
 @click.pass_context
 @handle_errors
-def up(ctx: click.Context, no_import: bool, no_daemon: bool, as_json: bool) -> None:
+def up(ctx: click.Context, no_import: bool, no_daemon: bool, port: int | None, as_json: bool) -> None:
     """Set remem up on this machine: home, agent history, daemon. Safe to run again."""
     from ..core import Remem
     from ..server import daemon, optional
@@ -158,6 +161,11 @@ def up(ctx: click.Context, no_import: bool, no_daemon: bool, as_json: bool) -> N
         from ..integrations import refresh_launcher
         out["hook_launcher_rewritten"] = refresh_launcher(mem)   # hooks follow this interpreter
         running = daemon.find(home, wait=2.0)
+        if not no_daemon and (running is None or running.health is None):
+            host, cfg_port = _settings(home)
+            port = cfg_port if port is None else port
+            if not daemon.port_free(host, port):  # say so before a long import, not after it
+                fail(daemon.port_taken(host, port))
         if no_import:
             out["import"] = {"skipped": "--no-import"}
         else:
@@ -178,8 +186,10 @@ def up(ctx: click.Context, no_import: bool, no_daemon: bool, as_json: bool) -> N
         mem.close()
     if not no_daemon:
         if running is None or running.health is None:
-            _, port = _settings(home)
-            running = daemon.spawn(home, port)
+            try:
+                running = daemon.spawn(home, _settings(home)[1] if port is None else port)
+            except daemon.DaemonError as e:
+                fail(str(e))
             out["daemon"] = "started"
         else:
             out["daemon"] = "already running"
@@ -193,10 +203,13 @@ def up(ctx: click.Context, no_import: bool, no_daemon: bool, as_json: bool) -> N
         elif imp:
             t = imp.get("total", {})
             if not t.get("turns_added") and not t.get("messages_scanned"):
-                click.echo("history is up to date: nothing new since the last import")
+                # say what is true: nothing found, nothing in what was found, or nothing new
+                click.echo("no agent history found on this machine yet" if not d.get("agents") else
+                           "no conversations in the agents' history yet" if not d["memories"] else
+                           "history is up to date: nothing new since the last import")
             else:
-                click.echo(f"imported: {t.get('turns_added', 0)} new memories from {t.get('messages_scanned', 0)} "
-                           f"messages ({t.get('duplicates', 0)} already known)")
+                click.echo(f"imported: {count(t.get('turns_added', 0), 'new memory', 'new memories')} from "
+                           f"{count(t.get('messages_scanned', 0), 'message')} ({t.get('duplicates', 0)} already known)")
             if t.get("failed"):
                 # a file is reported once per change (sync.py), so the reasons are shown here, not deferred
                 errs = t.get("errors") or []
@@ -213,9 +226,30 @@ def up(ctx: click.Context, no_import: bool, no_daemon: bool, as_json: bool) -> N
             click.echo(f"viewer: {d['url']}  (daemon {d['daemon']}, pid {d['pid']})")
             click.echo(f"log in with the token in {Path(d['home']) / 'token'}, "
                        "or open the link from `remem status --login-link`")
-        click.echo("next: remem hooks install   (live capture and recall inside your agents)")
+        hooks = d.get("hooks") or {}
+        if hooks.get("missing"):
+            click.echo(f"next: remem hooks install   (live capture and recall inside {', '.join(hooks['missing'])})")
+        elif hooks.get("installed"):
+            click.echo(f"hooks: installed in {', '.join(hooks['installed'])}")
 
+    out["hooks"] = _hooks(home)
     emit(out, as_json, human)
+
+
+def _hooks(home: Path) -> dict[str, list[str]]:
+    """Agents found here with remem's hook or plugin fully installed, and those still without it."""
+    from ..server import optional
+
+    try:
+        mod = optional.integrations()
+        env = dict(os.environ, REMEM_HOME=str(home))
+        found = mod.detected_agents(env)
+        rows = mod.status(None, agents=found, env=env) if found else []
+    except Exception:  # noqa: BLE001 - a hint on the last line never fails `remem up`
+        return {}
+    rows = [r for r in rows if r.get("detected")]
+    return {"installed": [r["agent"] for r in rows if r.get("installed")],
+            "missing": [r["agent"] for r in rows if not r.get("installed")]}
 
 
 def _bar(label: str, quiet: bool) -> Any:

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from . import emit, handle_errors, open_mem
+from . import count, emit, handle_errors, open_mem
 
 EXPLAIN = ("messages scanned counts every record read; one turn (a request, its tool calls and the "
            "final reply) is built from several messages and becomes one memory, so memories added is "
@@ -69,7 +69,8 @@ def sources_add(ctx: click.Context, name: tuple[str, ...], paths: tuple[str, ...
             click.echo(f"  {s}")
         if d["status"] == "imported":
             r = d["result"]
-            click.echo(f"{d['name']}: imported {r['turns_added']} memories from {r['messages_scanned']} messages")
+            click.echo(f"{d['name']}: imported {count(r['turns_added'], 'memory', 'memories')} from "
+                       f"{count(r['messages_scanned'], 'message')}")
         else:
             click.echo(f"{d['name']}: {d['status'].replace('_', ' ')}. {d.get('hint', '')}")
 
@@ -138,12 +139,13 @@ def sync_cmd(ctx: click.Context, agents: tuple[str, ...], full: bool, yes: bool,
             click.echo("no agent history found on this machine")
         for s in d["sources"]:
             unknown = f", {s['skipped_unknown']} skipped (unknown record type)" if s.get("skipped_unknown") else ""
-            click.echo(f"{s['source']:<14} {s['messages_scanned']:>7} messages → {s['turns_added']:>5} added, "
-                       f"{s['turns_updated']} updated, {s['duplicates']} duplicates, {s['skipped_incomplete']} "
+            click.echo(f"{s['source']:<14} {count(s['messages_scanned'], 'message'):>16} → {s['turns_added']:>5} added, "
+                       f"{s['turns_updated']} updated, {count(s['duplicates'], 'duplicate')}, {s['skipped_incomplete']} "
                        f"incomplete, {s['skipped_oversize']} oversize, {s['failed']} failed{unknown}")
         t = d["total"]
-        click.echo(f"total: {t['messages_scanned']} messages scanned ({t['unique_messages']} unique) → "
-                   f"{t['turns_added']} memories added, {t['turns_updated']} updated in {d['seconds']:.1f}s")
+        click.echo(f"total: {count(t['messages_scanned'], 'message')} scanned ({t['unique_messages']} unique) → "
+                   f"{count(t['turns_added'], 'memory', 'memories')} added, {t['turns_updated']} updated "
+                   f"in {d['seconds']:.1f}s")
         for line in _write_notes(t):
             click.echo(f"  - {line}")
         for err in t["errors"][:10]:

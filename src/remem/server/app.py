@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from ..config import ConfigError
@@ -45,9 +45,11 @@ def create_app(state: DaemonState) -> FastAPI:
     def index() -> FileResponse:
         return FileResponse(VIEWER / "index.html", headers={"cache-control": "no-store"})
 
+    login_html = _login_html(state.home / "token")
+
     @app.get("/login", include_in_schema=False)
-    def login_page() -> FileResponse:
-        return FileResponse(VIEWER / "login.html", headers={"cache-control": "no-store"})
+    def login_page() -> HTMLResponse:
+        return HTMLResponse(login_html, headers={"cache-control": "no-store"})
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> FileResponse:
@@ -58,6 +60,23 @@ def create_app(state: DaemonState) -> FastAPI:
     allowed = security.LOOPBACK_HOSTS | {state.host.lower()} if _loopback(state.host) else None
     app.add_middleware(security.Guard, token=state.token, allowed_hosts=allowed)  # type: ignore[arg-type]
     return app
+
+
+def _login_html(token_path: Path) -> str:
+    """The login page, told where this home's token is (``~/…`` under the user's home) so its hint
+    names the real file, not ``~/.remem/token`` when ``REMEM_HOME`` is elsewhere."""
+    import html
+    import shlex
+
+    path = str(token_path)
+    try:
+        rel = token_path.relative_to(Path.home())
+        path = "~/" + shlex.quote(str(rel))
+    except ValueError:
+        path = shlex.quote(path)
+    meta = f'<meta name="remem-token-path" content="{html.escape(path, quote=True)}">'
+    page = (VIEWER / "login.html").read_text(encoding="utf-8")
+    return page.replace("</head>", f"  {meta}\n</head>", 1)
 
 
 def _loopback(host: str) -> bool:
@@ -88,8 +107,17 @@ def _errors(app: FastAPI) -> None:
     async def not_found(_r: Request, e: Exception) -> JSONResponse:
         return reply(404, str(e).strip("'\""))
 
+    async def out_of_range(_r: Request, e: Exception) -> JSONResponse:
+        # SQLite holds 64-bit integers; a bigger one from a request is the client's mistake
+        return reply(400, f"number out of range ({e})")
+
+    async def too_deep(_r: Request, _e: Exception) -> JSONResponse:
+        return reply(400, "input is nested too deeply")
+
     for exc in (InputError, ConfigError, ScopeError, ValueError):
         app.add_exception_handler(exc, bad_request)
+    app.add_exception_handler(OverflowError, out_of_range)
+    app.add_exception_handler(RecursionError, too_deep)
     app.add_exception_handler(LookupError, not_found)
     app.add_exception_handler(optional.Unavailable, unavailable)
     app.add_exception_handler(StoreError, store_error)

@@ -189,6 +189,61 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def port_free(host: str, port: int) -> bool:
+    """Can this process listen on host:port right now? (Port 0 always can.)"""
+    if port == 0:
+        return True
+    try:
+        bind(host, port).close()
+    except OSError as e:
+        return e.errno != errno.EADDRINUSE
+    return True
+
+
+def port_taken(host: str, port: int) -> str:
+    """The one line a user reads when host:port is taken: who holds it, if this user can tell, and what to do."""
+    return (f"port {port} is used by {port_holder(host, port)}; "
+            f"use --port N or `remem config set server.port N`")
+
+
+def port_holder(host: str, port: int) -> str:
+    h = probe(host, port)
+    if h and h.get("service") == "remem":
+        return f"the remem daemon of another home (pid {h.get('pid', '?')})"
+    proc = _listening_process(port)
+    return f"another program ({proc})" if proc else "another program"
+
+
+def _listening_process(port: int) -> str | None:
+    """'cmdline (pid N)' of the process listening on ``port``, from /proc (Linux, this user's processes);
+    None where that cannot be seen."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text(encoding="ascii").splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                inodes.add(f"socket:[{f[9]}]")
+    if not inodes:
+        return None
+    for pid_dir in Path("/proc").iterdir():
+        if not pid_dir.name.isdigit():
+            continue
+        try:
+            if not any(os.readlink(fd) in inodes for fd in (pid_dir / "fd").iterdir()):
+                continue
+            argv = (pid_dir / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        cmd = " ".join(" ".join([os.path.basename(argv[0]), *argv[1:]]).split())  # one line, program by name
+        cmd = cmd if len(cmd) <= 80 else cmd[:79] + "…"
+        return f"{cmd or '?'}, pid {pid_dir.name}"
+    return None
+
+
 def serve(home: Path, host: str, port: int, *, explicit_host: bool = False, background: bool = True,
           echo: Any = print) -> int:
     """Run the daemon in this process until SIGTERM/SIGINT. Returns the exit code."""
@@ -212,12 +267,7 @@ def serve(home: Path, host: str, port: int, *, explicit_host: bool = False, back
         except OSError as e:
             if e.errno != errno.EADDRINUSE:
                 raise DaemonError(f"cannot listen on {host}:{port}: {e.strerror}") from None
-            h = probe(host, port)
-            if h and h.get("service") == "remem":
-                raise DaemonError(f"port {port} is used by the remem daemon of another home; "
-                                  "choose another with --port") from None
-            raise DaemonError(f"port {port} on {host} is in use by another program; choose another with "
-                              "--port") from None
+            raise DaemonError(port_taken(host, port)) from None
         actual = sock.getsockname()[1]
         lock.write({"pid": os.getpid(), "host": host, "port": actual, "started_at": time.time(),
                     "home": str(home)})
@@ -292,6 +342,7 @@ def spawn(home: Path, port: int, wait: float = 30.0) -> Running:
     log_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, REMEM_HOME=str(home))
     with open(log_dir / "daemon.out", "ab") as out:
+        start = out.tell()
         proc = subprocess.Popen([sys.executable, "-m", "remem", "serve", "--port", str(port)],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env,
                                 start_new_session=True, close_fds=True)
@@ -304,6 +355,20 @@ def spawn(home: Path, port: int, wait: float = 30.0) -> Running:
             running = find(home)
             if running is not None:
                 return running
-            raise DaemonError(f"the daemon exited at start (code {proc.returncode}); see {log_dir / 'daemon.out'}")
+            said = _last_error(log_dir / "daemon.out", start)
+            raise DaemonError(said or f"the daemon exited at start (code {proc.returncode}); "
+                              f"see {log_dir / 'daemon.out'}")
         time.sleep(0.1)
     raise DaemonError(f"the daemon did not answer within {wait:g}s; see {log_dir / 'daemon.log'}")
+
+
+def _last_error(path: Path, start: int) -> str | None:
+    """The ``remem: error: …`` line a spawned daemon wrote to its output after ``start``, if any."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            text = f.read(64 * 1024).decode(errors="replace")
+    except OSError:
+        return None
+    said = [ln.split("remem: error: ", 1)[1] for ln in text.splitlines() if "remem: error: " in ln]
+    return said[-1].strip() if said else None

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from fastapi import HTTPException, Request
+from fastapi import HTTPException, Path, Query, Request
 
 if TYPE_CHECKING:
     from ..core import Remem
     from .jobs import JobRunner
     from .state import DaemonState
+
+
+INT64 = 2 ** 63 - 1  # SQLite's largest integer: ids and offsets beyond it are refused with 422, not 500
+JobId = Annotated[int, Path(ge=1, le=INT64, description="A job id")]
+Offset = Annotated[int, Query(ge=0, le=INT64)]
 
 
 def state(request: Request) -> DaemonState:

@@ -40,6 +40,7 @@ class Daemon:
         self.wait = wait
         self.proc: subprocess.Popen[bytes] | None = None
         self.started = 0.0
+        self._out: Any = None
 
     @property
     def url(self) -> str:
@@ -51,8 +52,13 @@ class Daemon:
 
     def start(self, ready: bool = True) -> Daemon:
         self.started = time.monotonic()
+        # the daemon's output goes to a file, not a pipe: nobody reads a pipe while it runs, and a
+        # full pipe (64 KiB of request log lines) would block every request that logs
+        import tempfile
+
+        self._out = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([sys.executable, "-m", "remem", "serve", "--port", str(self.port), *self.args],
-                                     env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                                     env=self.env, stdout=self._out, stderr=subprocess.STDOUT)
         self.wait_health(ready=ready)
         return self
 
@@ -62,7 +68,7 @@ class Daemon:
         deadline = time.monotonic() + self.wait
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                out = self.proc.stdout.read().decode(errors="replace") if self.proc.stdout else ""
+                out = self._read_out()
                 raise RuntimeError(f"daemon exited with {self.proc.returncode}: {out[-2000:]}")
             try:
                 r = httpx.get(self.url + "/health", timeout=1.0)
@@ -97,9 +103,15 @@ class Daemon:
             return self.proc.wait(5)
 
     def output(self) -> str:
-        if self.proc is None or self.proc.stdout is None or self.proc.poll() is None:
+        if self.proc is None or self.proc.poll() is None:
             return ""
-        return self.proc.stdout.read().decode(errors="replace")
+        return self._read_out()
+
+    def _read_out(self) -> str:
+        if self._out is None:
+            return ""
+        self._out.seek(0)
+        return bytes(self._out.read()).decode(errors="replace")
 
     def __enter__(self) -> Daemon:
         return self.start()

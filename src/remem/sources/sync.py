@@ -498,6 +498,25 @@ def run_first_import(mem: Remem, name: str, source: Source, roots: list[Path], *
     return res.to_dict()
 
 
+def _bytes_on_disk(units: list[Unit]) -> int:
+    """What a source's history takes on disk. A file unit's ``size`` is its bytes (with its parts);
+    a database session's is a row count, so a database counts once, by the size of its files."""
+    total = 0
+    databases: set[Path] = set()
+    for u in units:
+        if not u.path.is_file():
+            continue
+        if "#" in u.key and u.key.rsplit("#", 1)[0] == f"{u.agent}:{u.path}":
+            databases.add(u.path)  # "<agent>:<db path>#<session>": one session of a database
+        else:
+            total += u.size
+    for db in databases:
+        for f in (db, db.with_name(db.name + "-wal")):
+            with contextlib.suppress(OSError):
+                total += f.stat().st_size
+    return total
+
+
 def detect_sources(mem: Remem, env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Sources found on this machine (built-in and discovered), with size, last sync and cursor.
 
@@ -522,7 +541,7 @@ def detect_sources(mem: Remem, env: Mapping[str, str] | None = None) -> list[dic
                 units.extend(src.list_units(root, stats))
         st = states.get(name, {})
         out.append({"name": name, "agent": src.agent, "format": src.format, "paths": [str(r) for r in roots],
-                    "units": len(units), "bytes": sum(u.size for u in units if u.path.is_file()),
+                    "units": len(units), "bytes": _bytes_on_disk(units),
                     "last_sync_at": st.get("last_sync_at"), "last_scan_at": st.get("last_scan_at"),
                     "cursor": st.get("cursor"), "custom": name.startswith("custom:")})
     return out

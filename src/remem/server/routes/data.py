@@ -84,7 +84,10 @@ async def import_jsonl(request: Request, owner: str | None = None) -> dict[str, 
 
         def work() -> dict[str, int]:
             with open(path, "rb") as f:
-                return mem.import_jsonl(iter_lines(f), owner=owner or None)
+                try:
+                    return mem.import_jsonl(iter_lines(f), owner=owner or None)
+                except (TypeError, AttributeError) as e:  # a field of the wrong JSON type ("tags": 5)
+                    raise HTTPException(400, f"not a valid turn record: {e}") from None
 
         counts = await run_in_threadpool(work)
     finally:
@@ -125,8 +128,16 @@ def get_config(mem: Mem) -> dict[str, Any]:
 
 @router.patch("/config", summary="Change settings: a JSON object of dotted keys to values")
 def patch_config(mem: Mem, body: dict[str, Any]) -> dict[str, Any]:
+    """Settings that change where data lives or send it off this machine (the database path, the
+    listening host, model server URLs) are refused with 403: they are set with ``remem config set``
+    in a terminal, never by whoever holds a browser session or the API token."""
     if not body:
         raise HTTPException(400, "nothing to change")
+    for key, value in body.items():
+        why = cli_only(key, value, mem.config)
+        if why:
+            raise HTTPException(403, f"{key} {why}, so it cannot be changed from the viewer or the API; "
+                                     f"run `remem config set {key} VALUE` in a terminal on this machine")
     # validate every key on a scratch copy first, so a bad value changes nothing
     with tempfile.TemporaryDirectory() as scratch:
         trial = configmod.Config(home=Path(scratch), values=configmod._merge(mem.config.values, {}),
@@ -134,6 +145,7 @@ def patch_config(mem: Mem, body: dict[str, Any]) -> dict[str, Any]:
         for key, value in body.items():
             try:
                 _check_type(key, value)
+                _check_value(key, value)
                 trial.set(key, value)
             except configmod.ConfigError as e:
                 raise HTTPException(400, f"{key}: {e}") from None
@@ -160,6 +172,81 @@ def _check_type(key: str, value: Any) -> None:
           isinstance(value, type(like)))
     if not ok:
         raise configmod.ConfigError(f"expected {type(like).__name__}, got {type(value).__name__}")
+
+
+# settings whose change moves data: where the database lives, who can reach the daemon, which
+# servers get memory text (embedding, and any later model-server URL)
+CLI_ONLY = {"database": "decides where your memories are stored",
+            "server.host": "decides who can reach the daemon"}
+CLI_ONLY_WORDS = ("url", "host", "endpoint", "api_key")  # in a key's last part: a server to talk to
+AGENT_KEYS: dict[str, type] = {"isolated": bool, "owner": str, "read_owners": list}
+MAX_NUMBER = 2 ** 53  # no setting needs more; bigger ones overflow SQLite and JSON readers
+
+
+def cli_only(key: str, value: Any, cfg: configmod.Config) -> str | None:
+    """Why ``key`` may only be set from the CLI (a reason for the 403), or None."""
+    if isinstance(value, dict):  # a whole section at once: every setting inside it counts
+        for sub, v in value.items():
+            why = cli_only(f"{key}.{sub}", v, cfg)
+            if why:
+                return f"holds {key}.{sub}, which {why}"
+        return None
+    if key in CLI_ONLY:
+        return CLI_ONLY[key]
+    last = key.rsplit(".", 1)[-1].lower()
+    if not key.startswith("agents.") and any(w in last for w in CLI_ONLY_WORDS):
+        return "names a server that receives your memories"
+    if key == "embedding.model" and str(value).strip().lower() == "openai":
+        url = str(cfg.values.get("embedding", {}).get("openai_base_url") or "")
+        if not _loopback_url(url):
+            return (f"would send every memory to {url or 'an unset server'} (embedding.openai_base_url "
+                    "is not on this machine)")
+    return None
+
+
+def _loopback_url(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return False
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _check_value(key: str, value: Any) -> None:
+    """What the type check cannot see: numbers JSON can carry but no setting can hold, sections and
+    agent settings of the wrong shape (Config.set range-checks the declared numbers)."""
+    import math
+
+    if isinstance(value, float) and not math.isfinite(value):
+        raise configmod.ConfigError(f"expected a finite number, got {value!r}")
+    if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > MAX_NUMBER:
+        raise configmod.ConfigError(f"number out of range: {value!r}")
+    if key != "agents" and isinstance(configmod.DEFAULTS.get(key), dict):
+        raise configmod.ConfigError(f"a whole section cannot be replaced at once (the settings left out would "
+                                    f"be lost); set them one by one, e.g. {key}.{next(iter(configmod.DEFAULTS[key]))}")
+    parts = key.split(".")
+    if parts[0] == "agents":
+        if len(parts) == 1:
+            if not isinstance(value, dict):
+                raise configmod.ConfigError("expected a mapping of agent names to their settings")
+            for name, v in value.items():
+                _check_value(f"agents.{name}", v)
+        elif len(parts) == 2:
+            if not isinstance(value, dict):
+                raise configmod.ConfigError("expected a mapping like {\"isolated\": true}")
+            for sub, v in value.items():
+                _check_value(f"{key}.{sub}", v)
+        elif len(parts) == 3:
+            want = AGENT_KEYS.get(parts[2])
+            if want is None:
+                raise configmod.ConfigError(f"unknown agent setting {parts[2]!r}; known: {', '.join(AGENT_KEYS)}")
+            if not isinstance(value, want) or (isinstance(value, list) and not all(isinstance(o, str) for o in value)):
+                raise configmod.ConfigError(f"expected {'a list of owner names' if want is list else want.__name__}"
+                                            f", got {type(value).__name__}")
+        else:
+            raise configmod.ConfigError("agent settings are agents.<agent>.<setting>")
 
 
 @router.get("/doctor", summary="Check database, index, token, embedder and job queue")

@@ -105,7 +105,7 @@ def _search(mem: Remem, query: str, k: int, owner: str | None, agent: str | None
 def list_memories(mem: Mem, owner: str | None = None, agent: str | None = None, project: str | None = None,
                   since: float | None = None, until: float | None = None, kind: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=500)] = 50,
-                  offset: Annotated[int, Query(ge=0)] = 0) -> dict[str, Any]:
+                  offset: deps.Offset = 0) -> dict[str, Any]:
     rows = mem.list(owner=deps.owners(owner), agent=agent or None, project=project or None, since=since,
                     until=until, kind=kind or None, limit=limit, offset=offset)
     return {"items": [preview(r) for r in rows], "limit": limit, "offset": offset,
@@ -164,7 +164,7 @@ def delete_memory(mem: Mem, memory_id: str, owner: str | None = None) -> dict[st
 
 @router.get("/sessions", summary="Sessions in scope, most recently active first")
 def list_sessions(mem: Mem, owner: str | None = None, agent: str | None = None, project: str | None = None,
-                  limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)) -> dict[str, Any]:
+                  limit: int = Query(100, ge=1, le=1000), offset: deps.Offset = 0) -> dict[str, Any]:
     items = mem.sessions(owner=deps.owners(owner), agent=agent or None, project=project or None, limit=limit,
                          offset=offset)
     for s in items:

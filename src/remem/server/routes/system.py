@@ -21,8 +21,9 @@ router = APIRouter(tags=["system"])
 State = Annotated[DaemonState, Depends(deps.state)]
 Runner = Annotated[JobRunner, Depends(deps.runner)]
 LOGIN_WINDOW = 60.0   # seconds
-LOGIN_ATTEMPTS = 10   # failed logins per window before 429: the token is 256 bits, this stops noise
-_failures: list[float] = []
+LOGIN_ATTEMPTS = 10   # failed logins per client per window before 429: the token is 256 bits, this stops noise
+LOGIN_CLIENTS = 1024  # clients remembered at most; the oldest are dropped first
+_failures: dict[str, list[float]] = {}
 _failures_lock = threading.Lock()
 
 
@@ -31,15 +32,24 @@ class LoginBody(BaseModel):
 
 
 @router.post("/auth/login", summary="Viewer login: exchange the token for an HttpOnly session cookie")
-def login(body: LoginBody, state: State, response: Response) -> dict[str, Any]:
+def login(body: LoginBody, state: State, request: Request, response: Response) -> dict[str, Any]:
+    """Wrong tokens back off per client (its address): after 10 in a minute that client gets 429 until
+    the minute has passed. The right token is never refused, so guessing elsewhere locks nobody out."""
+    client = request.client.host if request.client else "?"
+    right = hmac.compare_digest(body.token.strip().encode(), state.token.encode())
     now = time.monotonic()
     with _failures_lock:
-        _failures[:] = [t for t in _failures if now - t < LOGIN_WINDOW]
-        if len(_failures) >= LOGIN_ATTEMPTS:
-            raise HTTPException(429, "too many failed logins; wait a minute")
-    if not hmac.compare_digest(body.token.strip().encode(), state.token.encode()):
-        with _failures_lock:
-            _failures.append(now)
+        recent = [t for t in _failures.pop(client, []) if now - t < LOGIN_WINDOW]
+        if not right:
+            if len(recent) >= LOGIN_ATTEMPTS:
+                _failures[client] = recent
+                wait = max(1, int(LOGIN_WINDOW - (now - recent[0])) + 1)
+                raise HTTPException(429, f"too many failed logins from {client}; wait {wait} s",
+                                    headers={"retry-after": str(wait)})
+            _failures[client] = [*recent, now]
+            while len(_failures) > LOGIN_CLIENTS:
+                del _failures[next(iter(_failures))]
+    if not right:
         raise HTTPException(401, "that is not this remem's token")
     response.set_cookie(security.COOKIE, security.session_value(state.token), max_age=security.COOKIE_MAX_AGE,
                         httponly=True, samesite="strict", path="/")
@@ -84,7 +94,7 @@ def list_jobs(runner: Runner, limit: int = 50, active: bool = False) -> dict[str
 
 
 @router.get("/jobs/{job_id}", summary="One job with its progress")
-def get_job(runner: Runner, job_id: int) -> dict[str, Any]:
+def get_job(runner: Runner, job_id: deps.JobId) -> dict[str, Any]:
     job = runner.get(job_id)
     if job is None:
         raise HTTPException(404, f"no job {job_id}")
@@ -92,7 +102,7 @@ def get_job(runner: Runner, job_id: int) -> dict[str, Any]:
 
 
 @router.post("/jobs/{job_id}/{action}", summary="Pause, resume or stop a job")
-def control_job(runner: Runner, job_id: int, action: str) -> dict[str, Any]:
+def control_job(runner: Runner, job_id: deps.JobId, action: str) -> dict[str, Any]:
     if action not in ("pause", "resume", "stop"):
         raise HTTPException(404, "unknown action")
     return runner.control(job_id, action)

@@ -23,7 +23,7 @@ const en = {
   'memories.filter_agent': 'Agent', 'memories.all_agents': 'All agents', 'memories.filter_project': 'Project',
   'memories.project_placeholder': 'Project', 'memories.filter_time': 'Time', 'memories.filter_owner': 'Owner',
   'memories.clear_filters': 'Clear filters', 'memories.load_more': 'Load more',
-  'memories.results': '{n} results in {ms} ms', 'memories.score': 'score', 'memories.why': 'Matched by',
+  'memories.results': '{n} results in {ms} ms', 'memories.results.one': '{n} result in {ms} ms', 'memories.score': 'score', 'memories.why': 'Matched by',
   'memories.no_match_title': 'Nothing matched “{q}”', 'memories.no_match_text': 'Try fewer or different words, or clear the filters.',
   'memories.no_filtered_title': 'No memories with these filters', 'memories.no_filtered_text': 'Widen the time range or clear the filters.',
   'memories.empty_title': 'No memories yet',
@@ -46,7 +46,7 @@ const en = {
   'period.any': 'Any time', 'period.1d': 'Last 24 hours', 'period.7d': 'Last 7 days', 'period.30d': 'Last 30 days', 'period.365d': 'Last year',
 
   'timeline.title': 'Timeline', 'timeline.subtitle': 'A session’s turns in the order they happened.',
-  'timeline.recent': 'Recent sessions', 'timeline.turns': '{n} turns',
+  'timeline.recent': 'Recent sessions', 'timeline.turns': '{n} turns', 'timeline.turns.one': '{n} turn',
   'timeline.empty_title': 'No sessions yet', 'timeline.empty_text': 'Sessions appear once agent history is imported or captured live.',
   'timeline.no_turns_title': 'This session has no memories', 'timeline.no_turns_text': 'It may have been deleted, or belong to another owner.',
 
@@ -81,7 +81,7 @@ const en = {
   'sources.rescan_confirm': 'Rescan everything',
   'sources.col.agent': 'Agent', 'sources.col.location': 'Location', 'sources.col.history': 'History',
   'sources.col.last_sync': 'Last sync', 'sources.col.last_result': 'Last result',
-  'sources.units': '{n} files / sessions', 'sources.never': 'never', 'sources.custom': '(added)',
+  'sources.units': '{n} sessions', 'sources.units.one': '{n} session', 'sources.never': 'never', 'sources.custom': '(added)',
   'sources.last_added': '{n} added', 'sources.last_failed': '{n} failed',
   'sources.empty_title': 'No agent history found on this machine',
   'sources.empty_text': 'remem looks in the usual places of Claude Code, Codex, Cursor, OpenCode and others. Using another agent? Add it under Integrations → Advanced.',
@@ -120,7 +120,8 @@ const en = {
   'settings.danger': 'Danger zone', 'settings.clear': 'Clear all local data',
   'settings.clear_help': 'Deletes every memory, session, watermark and job. Settings and the token stay.',
   'settings.clear_button': 'Clear all data', 'settings.clear_title': 'Delete all local data?',
-  'settings.clear_body': 'This deletes {turns} memories in {sessions} sessions. It cannot be undone. Export first if you may need them.',
+  'settings.clear_body': 'This deletes {turns} in {sessions}. It cannot be undone. Export first if you may need them.',
+  'count.memories': '{n} memories', 'count.memories.one': '{n} memory', 'count.sessions': '{n} sessions', 'count.sessions.one': '{n} session',
   'settings.cleared': 'All local data was deleted',
   'settings.saving': 'Saving…', 'settings.saved': 'Saved', 'settings.saved_restart': 'Saved · applies after a restart',
   'settings.env_wins': 'the environment variable still wins', 'settings.env_note': 'Set by {env} in the daemon’s environment, which overrides this setting.',
@@ -162,7 +163,7 @@ const zh = {
   'memories.filter_agent': '智能体', 'memories.all_agents': '全部智能体', 'memories.filter_project': '项目',
   'memories.project_placeholder': '项目', 'memories.filter_time': '时间', 'memories.filter_owner': '所有者',
   'memories.clear_filters': '清除筛选', 'memories.load_more': '加载更多',
-  'memories.results': '{n} 条结果，用时 {ms} 毫秒', 'memories.score': '得分', 'memories.why': '匹配依据',
+  'memories.results': '{n} 条结果，用时 {ms} 毫秒', 'memories.results.one': '{n} 条结果，用时 {ms} 毫秒', 'memories.score': '得分', 'memories.why': '匹配依据',
   'memories.no_match_title': '没有与“{q}”匹配的记忆', 'memories.no_match_text': '换几个词或减少关键词，或清除筛选条件。',
   'memories.no_filtered_title': '当前筛选下没有记忆', 'memories.no_filtered_text': '放宽时间范围或清除筛选条件。',
   'memories.empty_title': '还没有记忆',
@@ -185,7 +186,7 @@ const zh = {
   'period.any': '任意时间', 'period.1d': '最近 24 小时', 'period.7d': '最近 7 天', 'period.30d': '最近 30 天', 'period.365d': '最近一年',
 
   'timeline.title': '时间线', 'timeline.subtitle': '按发生顺序查看一个会话中的各个轮次。',
-  'timeline.recent': '最近的会话', 'timeline.turns': '{n} 个轮次',
+  'timeline.recent': '最近的会话', 'timeline.turns': '{n} 个轮次', 'timeline.turns.one': '{n} 个轮次',
   'timeline.empty_title': '还没有会话', 'timeline.empty_text': '导入智能体历史或实时捕获后，会话会出现在这里。',
   'timeline.no_turns_title': '这个会话没有记忆', 'timeline.no_turns_text': '它可能已被删除，或属于其他所有者。',
 
@@ -220,7 +221,7 @@ const zh = {
   'sources.rescan_confirm': '全部重扫',
   'sources.col.agent': '智能体', 'sources.col.location': '位置', 'sources.col.history': '历史',
   'sources.col.last_sync': '上次同步', 'sources.col.last_result': '上次结果',
-  'sources.units': '{n} 个文件/会话', 'sources.never': '从未', 'sources.custom': '（手动添加）',
+  'sources.units': '{n} 个会话', 'sources.units.one': '{n} 个会话', 'sources.never': '从未', 'sources.custom': '（手动添加）',
   'sources.last_added': '新增 {n}', 'sources.last_failed': '失败 {n}',
   'sources.empty_title': '本机没有发现智能体历史',
   'sources.empty_text': 'remem 会在 Claude Code、Codex、Cursor、OpenCode 等的常用位置查找。使用其他智能体？在“集成 → 高级”中添加。',
@@ -259,7 +260,8 @@ const zh = {
   'settings.danger': '危险操作', 'settings.clear': '清除所有本地数据',
   'settings.clear_help': '删除所有记忆、会话、水位线和任务。设置和令牌会保留。',
   'settings.clear_button': '清除所有数据', 'settings.clear_title': '删除所有本地数据？',
-  'settings.clear_body': '这将删除 {sessions} 个会话中的 {turns} 条记忆，且无法撤销。如果以后可能需要，请先导出。',
+  'settings.clear_body': '这将删除{sessions}中的{turns}，且无法撤销。如果以后可能需要，请先导出。',
+  'count.memories': ' {n} 条记忆', 'count.memories.one': ' {n} 条记忆', 'count.sessions': ' {n} 个会话', 'count.sessions.one': ' {n} 个会话',
   'settings.cleared': '所有本地数据已删除',
   'settings.saving': '正在保存…', 'settings.saved': '已保存', 'settings.saved_restart': '已保存 · 重启后生效',
   'settings.env_wins': '环境变量仍然优先', 'settings.env_note': '守护进程的环境变量 {env} 覆盖了此设置。',
@@ -306,7 +308,9 @@ export function setLang(code) {
 
 // t('key', {var: value}, fallback): the current language, else English, else the fallback, else the key.
 export function t(key, vars, fallback) {
-  let s = DICTS[current][key] ?? en[key] ?? fallback ?? key;
+  // a count of exactly one reads `<key>.one` where there is one ("1 session", not "1 sessions")
+  const one = vars && String(vars.n) === '1' ? (DICTS[current][key + '.one'] ?? en[key + '.one']) : undefined;
+  let s = one ?? DICTS[current][key] ?? en[key] ?? fallback ?? key;
   for (const [k, v] of Object.entries(vars || {})) s = s.split(`{${k}}`).join(String(v));
   return s;
 }

@@ -18,6 +18,12 @@ async function submit(token, err, btn) {
   }
 }
 
+// the daemon writes where this home's token lives into the page (REMEM_HOME may be anywhere)
+function tokenPath() {
+  const meta = document.querySelector('meta[name="remem-token-path"]');
+  return (meta && meta.getAttribute('content')) || '~/.remem/token';
+}
+
 function render() {
   document.documentElement.lang = lang();
   document.title = `${t('login.title')} · remem`;
@@ -33,7 +39,7 @@ function render() {
     h('div', { class: 'card' },
       h('div', { class: 'brand' }, h('img', { src: '/static/favicon.svg', alt: '' }), h('div', {}, 'remem', h('small', {}, t('brand.tagline')))),
       h('h1', {}, t('login.title')), h('p', { class: 'muted' }, t('login.intro')), form,
-      h('p', { class: 'hint' }, t('login.hint_1'), ' ', h('code', {}, 'cat ~/.remem/token'), ' ', t('login.hint_2'), ' ',
+      h('p', { class: 'hint' }, t('login.hint_1'), ' ', h('code', { id: 'token-hint' }, `cat ${tokenPath()}`), ' ', t('login.hint_2'), ' ',
         h('code', {}, 'remem status --login-link'), t('login.hint_3'))))));
   input.focus();
 }

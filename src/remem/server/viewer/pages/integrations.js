@@ -55,7 +55,8 @@ export function render(root) {
       ? t('integrations.hooks', { n: (it.hooks || []).length, total: it.hooks_expected.length }) : '';
     const files = it.files && typeof it.files === 'object'
       ? Object.entries(it.files).map(([name, ok]) => h('span', { class: ok ? 'chip why' : 'chip' }, t('integrations.file.' + name, {}, name))) : [];
-    const badge = it.partial ? h('span', { class: 'badge warn' }, t('integrations.partial'))
+    // `partial` means "something of remem is there"; it is partly installed only when not fully installed
+    const badge = it.partial && !isInstalled(it) ? h('span', { class: 'badge warn' }, t('integrations.partial'))
       : h('span', { class: installed ? 'badge ok' : 'badge' }, installed ? t('integrations.installed') : t('integrations.not_installed'));
     return h('div', { class: 'card', 'data-integration': agent },
       h('div', { class: 'job-line' }, h('div', {}, h('b', {}, it.label || agent), ' ', badge), btn),

@@ -169,7 +169,7 @@ export function render(root, params) {
     try {
       const m = await api(`/memories/${encodeURIComponent(id)}` + (st.owner ? `?owner=${encodeURIComponent(st.owner)}` : ''));
       if (!alive || st.open !== id) return;
-      detail.replaceChildren(...detailView(m));
+      detail.replaceChildren(...detailView(m).filter(Boolean)); // the DOM prints a null child as "null"
     } catch (e) {
       detail.replaceChildren(h('div', { class: 'detail-head' }, h('h2', {}, t('memories.detail')), closeBtn()), errorBox(e));
     }

@@ -137,7 +137,7 @@ export function render(root) {
       const first = await api('/data/clear', { method: 'POST', body: {} });
       const w = first.will_delete || {};
       const ok = await confirmDialog({ title: t('settings.clear_title'), danger: true, confirm: t('settings.clear_button'),
-        body: t('settings.clear_body', { turns: fmtNum(w.turns || 0), sessions: fmtNum(w.sessions || 0) }), typeWord: 'delete' });
+        body: t('settings.clear_body', { turns: t('count.memories', { n: fmtNum(w.turns || 0) }), sessions: t('count.sessions', { n: fmtNum(w.sessions || 0) }) }), typeWord: 'delete' });
       if (!ok) return;
       await api('/data/clear', { method: 'POST', body: { confirm: first.confirm } });
       toast(t('settings.cleared'));
