@@ -3,7 +3,7 @@
 
 For each embedder (each in its own subprocess, so load time and memory are its own):
   * LoCoMo turn-level retrieval, vector-only ranking, categories 1-4: recall_any@5,
-    recall_all@5, NDCG@10, exactly as /work/shared/bench/reference_metrics_bm25.py scores
+    recall_all@5, NDCG@10, exactly as the dataset's reference metric (reference_metrics_bm25.py) scores
     them (gold normalisation, documents `speaker: text` + image caption, items without
     evidence skipped); session level = a session ranked by its best turn;
   * the same with document variants (the speaker / opening words repeated);

@@ -22,7 +22,7 @@ found by the word channels alone must hold a share of the prompt's word weight
 
 LoCoMo is CC BY-NC: read from ../shared/bench/, never copied. Run from the repo root:
 
-    .venv/bin/python bench/packet_gate.py --data ../shared/bench/locomo-dev.json [--home DIR] [--write]
+    .venv/bin/python -m remem.bench.packet_gate --data ../shared/bench/locomo-dev.json [--home DIR] [--write]
 """
 
 from __future__ import annotations
@@ -297,10 +297,10 @@ def packets(mem: Any, convs: list[dict[str, Any]], ids: dict[str, dict[str, str]
     topic: dict[str, Any] = {}
     for size in TOPIC_SIZES:
         tscope = Scope.of(f"topic{size}")
-        got = [turn_start(mem, p, tscope, config=cfg)["items"] for p in TOPIC_PROMPTS]
+        packets = [turn_start(mem, p, tscope, config=cfg)["items"] for p in TOPIC_PROMPTS]
         off = [len(turn_start(mem, p, tscope, config=cfg)["items"]) for p in TOPIC_UNRELATED]
-        topic[str(size)] = {"non_empty": round(100.0 * sum(bool(g) for g in got) / len(got), 1),
-                            "items": round(statistics.fmean(len(g) for g in got), 2),
+        topic[str(size)] = {"non_empty": round(100.0 * sum(bool(g) for g in packets) / len(packets), 1),
+                            "items": round(statistics.fmean(len(g) for g in packets), 2),
                             "unrelated_items": round(statistics.fmean(off), 2)}
 
     def pc(xs: list[bool]) -> float:
@@ -387,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         curve = (f" --margins {args.margins}" if args.margins else "") + \
             (f" --coverages {args.coverages}" if args.coverages else "")
         res["command"] = ("REMEM_EMBEDDING_MODEL=" + os.environ.get("REMEM_EMBEDDING_MODEL", "default")
-                          + " .venv/bin/python bench/packet_gate.py --data ../shared/bench/locomo-dev.json"
+                          + " .venv/bin/python -m remem.bench.packet_gate --data ../shared/bench/locomo-dev.json"
                           + curve + " --write")
     finally:
         mem.close()

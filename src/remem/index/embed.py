@@ -72,7 +72,7 @@ DEFAULT_EMBEDDER = "e5-small"
 # hit. An absolute cosine cannot say "related": e5 puts unrelated pairs at 0.80-0.85 and related
 # ones at 0.82-0.93, and both bands move with the kind of text (chat sits lower than code), while
 # the distance above the mean moves far less. Each value is the margin 75 % of LoCoMo dev
-# questions' closest evidence turn clears, rounded (`bench/packet_gate.py`; bench/RESULTS.md
+# questions' closest evidence turn clears, rounded (`python -m remem.bench.packet_gate`; bench/RESULTS.md
 # "Packet gate (model)" also shows what it keeps out). Unknown models (OpenAI-compatible
 # servers) have none: set ``embedding.related_margin`` for them.
 RELATED_MARGIN = {"e5-small-q4:384": 0.05, "minilm-l6-int8:384": 0.23, "use-m3:512": 0.15, "hash:512": 0.09}

@@ -86,7 +86,7 @@ DEFAULT = RecallConfig()
 # A vector hit must stand out from the owner's typical memory by its model's margin (nearest is not
 # the same as related; embed.RELATED_MARGIN).
 # A turn only the word channels found must share enough of the prompt's weight: one common word
-# ("set up …", "time") is not a reason to show a memory (bench/packet_gate.py: 0.25 keeps 92 % of
+# ("set up …", "time") is not a reason to show a memory (python -m remem.bench.packet_gate: 0.25 keeps 92 % of
 # the LoCoMo evidence that only words found, and none of what unrelated coding prompts pulled in).
 # The search floor is off here: these gates are stricter, and evidence alone never enters a packet.
 PACKET = DEFAULT.with_(threshold=0.35, mmr_lambda=0.75, session_cap=2, failed_penalty=0.3, vector_related=True,

@@ -169,7 +169,7 @@ def sample_turns(n: int, *, owner: str = "default", seed: int = 7, now: float | 
     return out
 
 
-def write_claude_history(user_home: Path, sessions: int = 50, turns: int = 3, project: str = "/work/demo") -> Path:
+def write_claude_history(user_home: Path, sessions: int = 50, turns: int = 3, project: str = "/home/dev/demo") -> Path:
     """Claude Code transcripts (``~/.claude/projects/*/*.jsonl``) for sync tests and demos."""
     import json
 
