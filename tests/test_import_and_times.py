@@ -172,6 +172,9 @@ def _claude(uid: str, kind: str, text: str, ts: object, parent: str | None = Non
                        "timestamp": ts, "userType": "external", "message": msg}) + "\n"
 
 
+FILE_TIME = 1_760_000_000.0  # 2025-10-09: when the history file was last written
+
+
 def test_a_claude_line_with_timestamp_1e24_does_not_switch_off_search_and_recall(cli):
     f = Path(os.environ["HOME"]) / ".claude/projects/-w-shop/s-bad.jsonl"
     f.parent.mkdir(parents=True)
@@ -179,6 +182,7 @@ def test_a_claude_line_with_timestamp_1e24_does_not_switch_off_search_and_recall
                  + _claude("a1", "assistant", "In ~/.kube/staging.yaml; the password is in 1Password.", 1e24, "u1")
                  + _claude("u2", "user", "And the prod kubeconfig?", "2026-01-01T10:01:00Z", "a1")
                  + _claude("a2", "assistant", "~/.kube/prod.yaml, read-only for you.", "2026-01-01T10:01:05Z", "u2"))
+    os.utime(f, (FILE_TIME, FILE_TIME))
     r = cli("sync", "claude-code", "--json")
     assert r.returncode == 0, r.stderr
     total = json.loads(r.stdout)["total"]
@@ -190,6 +194,9 @@ def test_a_claude_line_with_timestamp_1e24_does_not_switch_off_search_and_recall
     rec = cli("recall", "Where is the staging kubeconfig kept?")
     assert rec.returncode == 0 and b"staging.yaml" in rec.stdout, rec.stderr
     assert total["turns_added"] == 2 and total["times_fixed"] == 1
+    # a turn with no plausible time of its own takes the history file's time, not the import's
+    got = json.loads(cli("get", hits[0]["id"], "--json").stdout)
+    assert got["started_at"] == got["ended_at"] == pytest.approx(FILE_TIME, abs=1)
 
 
 def test_api_turns_with_started_at_minus_1e308_are_stored_with_a_plausible_time(tmp_path):

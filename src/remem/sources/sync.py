@@ -192,10 +192,11 @@ class _Digest:
                 self.newest = m.ts
 
 
-def _write(mem: Remem, res: SourceResult, turns: list[TurnIn]) -> None:
+def _write(mem: Remem, res: SourceResult, turns: list[TurnIn], fallback_ts: float | None = None) -> None:
+    """Write one batch; ``fallback_ts`` (the history file's time) replaces a time no turn can hold."""
     if not turns:
         return
-    batch = mem.add_turns(turns, defer_index=True)
+    batch = mem.add_turns(turns, defer_index=True, fallback_ts=fallback_ts)
     c = batch.counts
     res.counts["turns_added"] += c["added"]
     res.counts["turns_updated"] += c["updated"]
@@ -262,7 +263,7 @@ def _import_unit(mem: Remem, source: Source, name: str, unit: Unit, ckpt: dict[s
                 pending.extend(_keep(asm.result.turns, name, boundary, res))
                 asm.result.turns.clear()
             if len(pending) >= BATCH:
-                _write(mem, res, pending)
+                _write(mem, res, pending, unit.mtime)
                 pending = []
             if i % 2000 == 0 and control.checkpoint():
                 stopped = True
@@ -270,7 +271,7 @@ def _import_unit(mem: Remem, source: Source, name: str, unit: Unit, ckpt: dict[s
         if not stopped:
             done = asm.finish()
             pending.extend(_keep(done.turns, name, boundary, res))
-            _write(mem, res, pending)
+            _write(mem, res, pending, unit.mtime)
     except Exception as e:
         res.counts["failed"] += 1
         res.held += 1
