@@ -356,7 +356,10 @@ class Remem:
         model_id = getattr(loaded, "model_id", None) if loaded is not None else None
         # the backlog, the last measured turns per second and the ETA from it (None until measured)
         todo = backlog(self.db, self.embed_rate_file, model_id)
-        return {"enabled": bool(self.config.get("embedding.enabled")),
+        enabled = bool(self.config.get("embedding.enabled"))
+        if not enabled:
+            todo["eta_seconds"] = None  # nothing embeds them
+        return {"enabled": enabled,
                 "configured": str(self.config.get("embedding.model")),
                 "loaded": model_id, "runtime": getattr(loaded, "runtime", None), "error": self._embedder_error,
                 **todo}
