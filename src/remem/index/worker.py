@@ -46,13 +46,13 @@ def run_pending(db: sqlite3.Connection, embedder: Any, *, batch_size: int = 32, 
     spent, saved = 0.0, time.monotonic()
     total = db.execute("SELECT count(*) FROM turns WHERE embed_state = 'pending'").fetchone()[0]
     while not should_stop():
+        t0 = time.perf_counter()
         rows = db.execute(
             "SELECT id, owner, agent, project, request, reply, summary, actions, actions_json, content_hash "
             "FROM turns WHERE embed_state = 'pending' ORDER BY started_at DESC, rowid DESC LIMIT ?",
             (batch_size,)).fetchall()
         if not rows:
             break
-        t0 = time.perf_counter()
         texts = [summary_text(r["request"], r["summary"], r["reply"]) for r in rows]
         acts = [(r, a) for r in rows if (a := actions_from_row(r["actions_json"], r["actions"]))]
         try:
@@ -63,7 +63,6 @@ def run_pending(db: sqlite3.Connection, embedder: Any, *, batch_size: int = 32, 
             with transaction(db):
                 db.executemany("UPDATE turns SET embed_state='failed' WHERE id=?", [(r["id"],) for r in rows])
             continue
-        spent += time.perf_counter() - t0
         out = []
         for r, v in zip(rows, vecs, strict=True):
             out.append(("turn", r["id"], "summary", model_id, int(v.shape[0]), v.tobytes(), r["content_hash"],
@@ -77,6 +76,7 @@ def run_pending(db: sqlite3.Connection, embedder: Any, *, batch_size: int = 32, 
             # only rows whose content did not change meanwhile are done
             db.executemany("UPDATE turns SET embed_state='done' WHERE id=? AND content_hash=?",
                            [(r["id"], r["content_hash"]) for r in rows])
+        spent += time.perf_counter() - t0  # selection, model and writes: what the backlog costs
         done += len(rows)
         if on_progress:
             on_progress(done, total)
