@@ -178,7 +178,12 @@ def test_status_shows_the_backlog_and_its_eta_without_the_daemon(backlog_home):
 
 
 def test_daemon_status_shows_the_backlog_and_its_eta(backlog_home):
-    with Daemon(backlog_home, args=("--no-background",)) as d:  # nothing embeds meanwhile
+    # nothing embeds meanwhile: no start-up jobs, and the embed job the writes queued is dropped
+    mem = Remem(backlog_home, env={"REMEM_EMBEDDING_MODEL": "hash"})
+    with mem.db:
+        mem.db.execute("DELETE FROM jobs WHERE kind = 'embed'")
+    mem.close()
+    with Daemon(backlog_home, args=("--no-background",)) as d:
         e = d.get("/api/v1/status").json()["embedder"]
         assert e["pending"] == 236 and e["turns_per_s"] > 0 and e["eta_seconds"] == round(236 / e["turns_per_s"])
         st = json.loads(_cli(backlog_home, "status", "--json"))
