@@ -395,7 +395,11 @@ class Encoder:
 
         try:
             if workers > 1 and len(texts) > 1:
-                rows = list(self._pool(workers).map(one, texts))
+                # longest first, so the workers finish together; rows go back in order
+                order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+                rows = [np.empty(0)] * len(texts)
+                for i, v in zip(order, self._pool(workers).map(one, [texts[i] for i in order]), strict=True):
+                    rows[i] = v
             else:
                 rows = [one(t) for t in texts]
         except Exception as e:  # never fail an embedding over the faster path

@@ -440,6 +440,17 @@ class E5SmallEmbedder(_LazyModel):
 
         return E5(num_threads=self.threads)
 
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        items = _as_list(texts)
+        fast = self._onnx
+        if items and fast is not None and fast.ready:
+            # one text per call on onnxruntime: no chunks (they bound the engine's batch memory),
+            # so the workers never wait for each other between chunks
+            vecs = fast.embed(items, False, workers=self.workers)
+            if vecs is not None:
+                return l2_normalize(vecs)
+        return super().embed(items)
+
     def _encode(self, texts: list[str], query: bool) -> np.ndarray:
         fast = self._onnx
         if fast is not None and fast.ready:

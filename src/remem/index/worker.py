@@ -56,8 +56,9 @@ def run_pending(db: sqlite3.Connection, embedder: Any, *, batch_size: int = 32, 
         texts = [summary_text(r["request"], r["summary"], r["reply"]) for r in rows]
         acts = [(r, a) for r in rows if (a := actions_from_row(r["actions_json"], r["actions"]))]
         try:
-            vecs = np.asarray(embedder.embed(texts), dtype=np.float32)
-            avecs = (np.asarray(embedder.embed([a for _, a in acts]), dtype=np.float32) if acts else None)
+            # both fields in one call: the model's workers share one queue
+            both = np.asarray(embedder.embed(texts + [a for _, a in acts]), dtype=np.float32)
+            vecs, avecs = both[:len(texts)], (both[len(texts):] if acts else None)
         except Exception as e:  # the model broke: mark the batch failed, keep lexical search working
             log.warning("embedding failed: %s", e)
             with transaction(db):
