@@ -213,3 +213,26 @@ def test_the_daemon_switches_over(tmp_path):
         assert len(built) == 1 and built[0].name.startswith(e5onnx.CACHE_PREFIX), built
         r = d.post("/api/v1/recall/turn-start", json={"prompt": "how do we deploy the shop service?"})
         assert r.status_code == 200 and "make release" in r.json()["text"]
+
+
+def test_word_by_word_tokens_match_the_engine_on_real_shaped_turns(built):
+    """The tokenizer works word by word with a cache (issue 15): the same ids as the engine on
+    code, tracebacks, pytest logs, diffs and Chinese, twice (the second time from the cache)."""
+    from remem.bench.real_turns import real_turns
+
+    emb, enc = built
+    texts = []
+    for t in real_turns(12, seed=3):
+        texts += [t.request, t.reply[:2500], *(a.output[:2500] for a in t.actions)]
+    for _ in range(2):
+        for text in texts:
+            assert len(enc.model.token_ids("passage: " + text)) + 2 == emb._model.token_count(text, False), text[:80]
+    assert enc.model._word_ids  # the cache is used
+
+
+def test_texts_side_by_side_give_the_same_vectors(built):
+    _emb, enc = built
+    one = enc.embed(DOCS + TEXTS, query=False, workers=1)
+    two = enc.embed(DOCS + TEXTS, query=False, workers=2)
+    assert one is not None and two is not None
+    assert np.allclose(one, two, atol=1e-5)

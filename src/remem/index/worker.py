@@ -3,52 +3,62 @@ outside any write transaction; a changed model re-embeds everything in the backg
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import sqlite3
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..store.db import transaction
 from ..store.vectors import put_many
+from .embedtext import actions_from_row, summary_text
 
 log = logging.getLogger("remem.embed")
 
 FIELDS = ("summary", "actions")
 
-
-# Embedding cost grows faster than text length (attention), and the default model does ~17 short
-# texts per CPU second: embed what carries the signal, capped, never whole turns.
-REQUEST_CHARS = 700
-GIST_CHARS = 300
-ACTIONS_CHARS = 600
+#: where the last measured embedding rate is kept (in REMEM_HOME), for the backlog's ETA
+RATE_FILE = "embed_rate.json"
+# a rate measured over fewer turns says little (model loading, the first batch's warm-up)
+MIN_RATE_TURNS = 32
+RATE_EVERY = 15.0  # seconds between two writes of the rate during a run
 
 
 def embed_text(request: str, summary: str, reply: str) -> str:
-    """What the 'summary' vector sees: the request carries most of the signal, then the gist."""
-    return (request[:REQUEST_CHARS] + "\n" + (summary or reply)[:GIST_CHARS]).strip()
+    """What the 'summary' vector sees (index/embedtext.py)."""
+    return summary_text(request, summary, reply)
 
 
 def run_pending(db: sqlite3.Connection, embedder: Any, *, batch_size: int = 32, limit: int | None = None,
                 should_stop: Callable[[], bool] = lambda: False,
-                on_progress: Callable[[int, int], None] | None = None) -> int:
-    """Embed pending turns with ``embedder``; returns how many turns were embedded."""
+                on_progress: Callable[[int, int], None] | None = None,
+                rate_file: Path | None = None) -> int:
+    """Embed pending turns with ``embedder``, the newest first (recent work gets its vectors
+    soonest); returns how many turns were embedded. With ``rate_file``, the turns per second of
+    this run are written there (see :func:`backlog`)."""
     import numpy as np
 
     model_id = embedder.model_id
     done = 0
+    spent, saved = 0.0, time.monotonic()
     total = db.execute("SELECT count(*) FROM turns WHERE embed_state = 'pending'").fetchone()[0]
     while not should_stop():
+        t0 = time.perf_counter()
         rows = db.execute(
-            "SELECT id, owner, agent, project, request, reply, summary, actions, content_hash FROM turns "
-            "WHERE embed_state = 'pending' ORDER BY rowid LIMIT ?", (batch_size,)).fetchall()
+            "SELECT id, owner, agent, project, request, reply, summary, actions, actions_json, content_hash "
+            "FROM turns WHERE embed_state = 'pending' ORDER BY started_at DESC, rowid DESC LIMIT ?",
+            (batch_size,)).fetchall()
         if not rows:
             break
-        texts = [embed_text(r["request"], r["summary"], r["reply"]) for r in rows]
-        act_rows = [r for r in rows if r["actions"]]
+        texts = [summary_text(r["request"], r["summary"], r["reply"]) for r in rows]
+        acts = [(r, a) for r in rows if (a := actions_from_row(r["actions_json"], r["actions"]))]
         try:
-            vecs = np.asarray(embedder.embed(texts), dtype=np.float32)
-            avecs = (np.asarray(embedder.embed([r["actions"][:ACTIONS_CHARS] for r in act_rows]), dtype=np.float32)
-                     if act_rows else None)
+            # both fields in one call: the model's workers share one queue
+            both = np.asarray(embedder.embed(texts + [a for _, a in acts]), dtype=np.float32)
+            vecs, avecs = both[:len(texts)], (both[len(texts):] if acts else None)
         except Exception as e:  # the model broke: mark the batch failed, keep lexical search working
             log.warning("embedding failed: %s", e)
             with transaction(db):
@@ -59,7 +69,7 @@ def run_pending(db: sqlite3.Connection, embedder: Any, *, batch_size: int = 32, 
             out.append(("turn", r["id"], "summary", model_id, int(v.shape[0]), v.tobytes(), r["content_hash"],
                         r["owner"], r["agent"], r["project"]))
         if avecs is not None:
-            for r, v in zip(act_rows, avecs, strict=True):
+            for (r, _), v in zip(acts, avecs, strict=True):
                 out.append(("turn", r["id"], "actions", model_id, int(v.shape[0]), v.tobytes(),
                             r["content_hash"], r["owner"], r["agent"], r["project"]))
         with transaction(db):
@@ -67,12 +77,45 @@ def run_pending(db: sqlite3.Connection, embedder: Any, *, batch_size: int = 32, 
             # only rows whose content did not change meanwhile are done
             db.executemany("UPDATE turns SET embed_state='done' WHERE id=? AND content_hash=?",
                            [(r["id"], r["content_hash"]) for r in rows])
+        spent += time.perf_counter() - t0  # selection, model and writes: what the backlog costs
         done += len(rows)
         if on_progress:
             on_progress(done, total)
+        if rate_file is not None and done >= MIN_RATE_TURNS and time.monotonic() - saved > RATE_EVERY:
+            save_rate(rate_file, model_id, done / spent)  # a long backlog's ETA is fresh meanwhile
+            saved = time.monotonic()
         if limit is not None and done >= limit:
             break
+    if rate_file is not None and done >= MIN_RATE_TURNS and spent > 0:
+        save_rate(rate_file, model_id, done / spent)
     return done
+
+
+def save_rate(path: Path, model_id: str, turns_per_s: float) -> None:
+    """Remember the measured rate (atomically; a home that cannot be written keeps the old one)."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps({"model": model_id, "turns_per_s": round(turns_per_s, 2),
+                                   "at": time.time()}), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        log.debug("cannot write %s: %s", path, e)
+
+
+def backlog(db: sqlite3.Connection, rate_file: Path | None, model_id: str | None = None) -> dict[str, Any]:
+    """Turns waiting for vectors, the last measured rate and the ETA in seconds from it (None
+    when no rate was measured yet, or it was for another model than ``model_id``)."""
+    pending = db.execute("SELECT count(*) FROM turns WHERE embed_state = 'pending'").fetchone()[0]
+    rate = None
+    try:
+        doc = json.loads(rate_file.read_text(encoding="utf-8")) if rate_file is not None else None
+        if isinstance(doc, dict) and (model_id is None or doc.get("model") == model_id):
+            r = float(doc.get("turns_per_s") or 0)
+            rate = r if r > 0 else None
+    except (OSError, ValueError, TypeError):
+        rate = None
+    eta = round(pending / rate) if rate and pending else (0 if not pending else None)
+    return {"pending": pending, "turns_per_s": rate, "eta_seconds": eta}
 
 
 def reset_for_model(db: sqlite3.Connection, model_id: str) -> int:

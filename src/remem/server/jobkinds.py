@@ -40,7 +40,7 @@ def run_embed(ctx: JobContext) -> dict[str, Any]:
     total = mem.db.execute("SELECT count(*) FROM turns WHERE embed_state = 'pending'").fetchone()[0]
     ctx.report({"phase": "embedding", "done": 0, "total": total, "model": emb.model_id})
     done = run_pending(mem.db, emb, batch_size=int(mem.config.get("embedding.batch_size")),
-                       should_stop=ctx.control.checkpoint,
+                       should_stop=ctx.control.checkpoint, rate_file=mem.embed_rate_file,
                        on_progress=lambda d, t: ctx.report({"done": d, "total": max(t, d)}))
     return {"embedded": done, "model": emb.model_id, "reset_for_model": reset}
 

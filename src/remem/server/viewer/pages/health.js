@@ -20,6 +20,15 @@ export function render(root) {
     doctorSlot, jobSlot, top, jobsCard, errorsCard,
     h('div', { class: 'card' }, h('div', { class: 'job-line' }, h('h2', {}, t('health.logs')), h('button', { class: 'small', onclick: loadLogs }, t('health.refresh'))), logsBox));
 
+  // the embedding backlog's time left, from the last measured rate (GET /status: embedder.eta_seconds)
+  function eta(emb) {
+    if (!emb.enabled || !emb.pending) return null;
+    if (emb.eta_seconds == null || !emb.turns_per_s) return h('span', { class: 'muted', id: 'embed-eta' }, t('health.eta_unknown'));
+    const s = emb.eta_seconds;
+    const left = s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`;
+    return h('span', { class: 'muted', id: 'embed-eta' }, t('health.eta', { eta: left, rate: emb.turns_per_s }));
+  }
+
   function kv(pairs) {
     return h('dl', { class: 'kv' }, ...pairs.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v ?? '—')]));
   }
@@ -40,7 +49,7 @@ export function render(root) {
         h('div', { class: 'card' }, h('h2', {}, t('health.storage')),
           kv([[t('health.db_size'), fmtBytes(db.bytes)], [t('health.db_path'), h('code', {}, db.path || '—')],
             [t('health.embedder'), emb.enabled ? `${emb.loaded || emb.configured}${emb.loaded ? '' : ' (' + t('health.not_loaded') + ')'}` : t('health.disabled')],
-            [t('health.pending'), h('span', {}, fmtNum(emb.pending), ' ', emb.enabled
+            [t('health.pending'), h('span', {}, fmtNum(emb.pending), ' ', eta(emb), ' ', emb.enabled
               ? h('button', { class: 'small', id: 'embed-now', onclick: embedNow }, t('health.embed_now')) : null)], [t('health.embedder_error'), emb.error ? h('span', { class: 'inline-status bad' }, emb.error) : t('health.none')]])));
       const errs = s.recent_errors || [];
       errorsCard.replaceChildren(h('h2', {}, t('health.recent_errors')), errs.length
