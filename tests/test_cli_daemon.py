@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
 from remem import config as configmod
 from remem.bench.cli_speed import real_turns
 from remem.core import Remem
 from remem.server.testing import Daemon, free_port, sample_turns
-
-from conftest import run_cli
 
 QUERIES = ["KeyError in the checkout test", "为什么 CI 上的构建这么慢", "json config default encoding"]
 
