@@ -1,6 +1,6 @@
 """How long ``remem search`` and ``remem recall`` take from a fresh shell, with and without the daemon.
 
-    python -m remem.bench.cli_speed [--turns 5000] [--runs 5] [--home DIR] [--src DIR]
+    python -m remem.bench.cli_speed [--turns 5000] [--runs 5] [--home DIR] [--before SRC]
 
 Builds (once, kept in ``--home``) a home of real-shaped coding turns: requests of a few words to a
 few paragraphs, tool calls whose outputs are real Python standard library sources, test logs and
@@ -9,8 +9,9 @@ default model (random unit vectors: the size of the index is what costs at load 
 embedding is real). Then it times the real ``remem`` command in a new process, cold each time:
 ``search`` and ``recall`` (human and ``--json``), without a daemon and with one running.
 
-``--src`` runs the commands with another checkout's ``src`` first on ``PYTHONPATH`` (the "before"
-column: ``--src ../main/src``).
+``--before SRC`` also runs every command from another checkout's ``src`` (first on ``PYTHONPATH``),
+taking turns with this one run by run: the "before" column (``--before ../main/src``). The daemon
+is always this checkout's; a "before" CLI that never asks it simply runs directly.
 """
 
 from __future__ import annotations
@@ -143,22 +144,36 @@ def run_cli(home: Path, args: list[str], src: str | None) -> tuple[float, str]:
     return took, p.stdout
 
 
-def measure(home: Path, runs: int, src: str | None) -> dict[str, dict[str, float]]:
-    cases = {
-        "search": lambda q: ["search", q],
-        "search --json": lambda q: ["search", q, "--json"],
-        "recall": lambda q: ["recall", q],
-        "recall --json": lambda q: ["recall", q, "--json"],
-    }
-    out: dict[str, dict[str, float]] = {}
-    for name, make in cases.items():
-        times = []
+CASES = {
+    "search": lambda q: ["search", q],
+    "search --json": lambda q: ["search", q, "--json"],
+    "recall": lambda q: ["recall", q],
+    "recall --json": lambda q: ["recall", q, "--json"],
+}
+
+
+def measure(home: Path, runs: int, srcs: dict[str, str | None]) -> dict[str, dict[str, dict[str, float]]]:
+    """Median and max seconds per command for each code version; the versions take turns run by
+    run, so a machine shared with other work loads them alike."""
+    times: dict[str, dict[str, list[float]]] = {v: {c: [] for c in CASES} for v in srcs}
+    for name, make in CASES.items():
         for i in range(runs):
-            took, _ = run_cli(home, make(QUERIES[i % len(QUERIES)]), src)
-            times.append(took)
-        times.sort()
-        out[name] = {"median_s": round(statistics.median(times), 3), "max_s": round(times[-1], 3)}
-    return out
+            for version, src in srcs.items():
+                took, _ = run_cli(home, make(QUERIES[i % len(QUERIES)]), src)
+                times[version][name].append(took)
+    return {v: {c: {"median_s": round(statistics.median(t), 3), "max_s": round(max(t), 3)} for c, t in cases.items()}
+            for v, cases in times.items()}
+
+
+def table(results: dict[str, Any]) -> str:
+    """The Markdown table of RESULTS.md: one row per command, one column per version and daemon."""
+    cols = [(d, v) for d in ("without daemon", "with daemon") if d in results for v in results[d]]
+    head = "| command | " + " | ".join(f"{v}, {d}" for d, v in cols) + " |"
+    rows = [head, "|" + "---|" * (len(cols) + 1)]
+    for c in CASES:
+        cells = [f"{results[d][v][c]['median_s']:.2f} s (max {results[d][v][c]['max_s']:.2f})" for d, v in cols]
+        rows.append(f"| `remem {c} QUERY` | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--turns", type=int, default=5000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--home", default=None, help="Where the bench home lives (kept; default: a temp dir).")
-    ap.add_argument("--src", default=None, help="Run the CLI from this src directory (the 'before' column).")
+    ap.add_argument("--before", default=None, metavar="SRC",
+                    help="Also time the CLI run from this src directory (the 'before' column), in turns.")
     ap.add_argument("--no-daemon", action="store_true", help="Only the cold path without a daemon.")
     args = ap.parse_args(argv)
     import tempfile
@@ -174,22 +190,23 @@ def main(argv: list[str] | None = None) -> int:
     home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="remem-cli-speed-"))
     info = build_home(home, args.turns)
     print(f"home: {info['turns']} turns, {info.get('db_mb')} MB (built in {info['build_s']} s)", flush=True)
-    results: dict[str, Any] = {"home": info, "src": args.src or "this checkout"}
-    results["without daemon"] = measure(home, args.runs, args.src)
+    srcs: dict[str, str | None] = {"before": args.before} if args.before else {}
+    srcs["after"] = None
+    results: dict[str, Any] = {"home": info, "load_before": os.getloadavg()}
+    results["without daemon"] = measure(home, args.runs, srcs)
     print(json.dumps(results["without daemon"]), flush=True)
     if not args.no_daemon:
         from ..server.testing import Daemon
 
-        env = {"REMEM_EMBEDDING_ENABLED": "true"}
-        if args.src:
-            env["PYTHONPATH"] = args.src + os.pathsep + os.environ.get("PYTHONPATH", "")
-        d = Daemon(home, env=env, wait=120.0)
+        d = Daemon(home, env={"REMEM_EMBEDDING_ENABLED": "true"}, wait=120.0)
         d.env.pop("REMEM_EMBEDDING_MODEL", None)   # the home's default model, as a user runs it
         with d:
-            run_cli(home, ["search", "warm up the daemon"], args.src)
-            results["with daemon"] = measure(home, args.runs, args.src)
+            run_cli(home, ["search", "warm up the daemon"], None)
+            results["with daemon"] = measure(home, args.runs, srcs)
         print(json.dumps(results["with daemon"]), flush=True)
+    results["load_after"] = os.getloadavg()
     print(json.dumps(results, indent=2))
+    print(table(results))
     return 0
 
 
