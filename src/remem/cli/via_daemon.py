@@ -5,8 +5,9 @@ the ranking caches warm, so it answers in milliseconds what a fresh CLI process 
 for. The request goes through the hooks' raw-socket client (``integrations.client``) with the
 home's token and a hard deadline; when no daemon holds the lock, or it does not answer in time,
 answers an error, or lacks the route, the command runs directly on the database and prints the
-same thing. ``REMEM_CLI_DAEMON=0`` always runs directly; ``REMEM_CLI_TIMEOUT`` (seconds) bounds
-the wait for the daemon.
+same thing. A daemon that timed out trips the hooks' circuit breaker (``integrations.client``): the
+next commands and hooks skip it for 30 s instead of waiting again. ``REMEM_CLI_DAEMON=0`` always runs
+directly; ``REMEM_CLI_TIMEOUT`` (seconds) bounds the wait for the daemon.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def ask(home: str | None, method: str, path: str, body: Any = None,
         return None
     host = str(info.get("host") or "127.0.0.1")
     host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
-    client = DaemonClient(host, port, token, timeout=timeout())
+    # the hooks' circuit breaker: a daemon that timed out is skipped for a while by both
+    client = DaemonClient(host, port, token, timeout=timeout(), breaker=where / "hooks" / "daemon.down")
     try:
         got = client.request(method, API_PREFIX + path, body, params=params)
     except DaemonUnavailable:
