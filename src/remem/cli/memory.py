@@ -30,9 +30,10 @@ as_option = click.option(
          "own memory) and escape memory text for an agent to read. For skills and commands.")
 
 
-def read_owners(mem: Any, as_agent: str | None, owner: str | None) -> str | list[str] | None:
+def read_owners(home: str | None, as_agent: str | None, owner: str | None) -> str | list[str] | None:
     """Whose memory a read covers: ``--owner``, or with ``--as`` the owners AGENT's hooks read
-    (``Backend.read_owners``, the function every hook path takes), else the profile."""
+    (``Backend.read_owners``, the function every hook path takes), else the profile. Reads the
+    config only (no database), so a command the daemon answers never opens the store."""
     if not as_agent:
         return owner
     if owner:
@@ -44,7 +45,17 @@ def read_owners(mem: Any, as_agent: str | None, owner: str | None) -> str | list
         agent = canonical_agent(as_agent)
     except ValueError as e:
         raise click.UsageError(f"--as: {e}") from None
-    return Backend(mem.home, use_daemon=False).read_owners(agent)
+    return Backend(home, use_daemon=False).read_owners(agent)
+
+
+def owner_param(home: str | None, owners: str | list[str] | None) -> str:
+    """``owners`` as the daemon's ``owner=a,b`` parameter; none given: this CLI's profile (so an
+    ``REMEM_OWNER`` in the shell counts, not the daemon's)."""
+    if owners is None:
+        from .. import config as configmod
+
+        owners = str(configmod.load(home).get("owner"))
+    return owners if isinstance(owners, str) else ",".join(owners)
 
 
 def shown(as_agent: str | None) -> Any:
@@ -111,9 +122,12 @@ def search(ctx: click.Context, query: str, owner: str | None, agent: str | None,
     """Search memories (hybrid: words, substrings, vectors, entities)."""
     if not query.strip():
         raise InputError("query is empty")
-    mem = open_mem(ctx)
-    owners = read_owners(mem, as_agent, owner)
-    results = mem.search(query, owner=owners, agent=agent, project=project, k=k, explain=explain or as_json)
+    home = ctx.ensure_object(dict).get("home")
+    owners = read_owners(home, as_agent, owner)
+    results = _search_daemon(home, query, owners, agent, project, k)
+    if results is None:
+        mem = open_mem(ctx)
+        results = mem.search(query, owner=owners, agent=agent, project=project, k=k, explain=explain or as_json)
     show = shown(as_agent)
 
     def human(data: dict[str, Any]) -> None:
@@ -144,6 +158,26 @@ def search(ctx: click.Context, query: str, owner: str | None, agent: str | None,
     emit(_for_agent(data) if as_agent and as_json else data, as_json, human)
 
 
+# what the daemon's search adds to each result for the viewer (a listing's preview); a direct search has none
+VIEWER_FIELDS = ("tools", "actions_count", "errors", "request", "reply")
+
+
+def _search_daemon(home: str | None, query: str, owners: str | list[str] | None, agent: str | None,
+                   project: str | None, k: int) -> list[dict[str, Any]] | None:
+    """The running daemon's results for this search (its warm embedder and caches), or None."""
+    from .via_daemon import ask
+
+    got = ask(home, "POST", "/memories/search", {"query": query, "k": k, "owner": owner_param(home, owners),
+                                                  "agent": agent, "project": project})
+    if not isinstance(got, dict) or not isinstance(got.get("results"), list):
+        return None
+    results: list[dict[str, Any]] = got["results"]
+    for r in results:
+        for key in VIEWER_FIELDS:
+            r.pop(key, None)
+    return results
+
+
 def _for_agent(data: Any) -> Any:
     from ..agent_text import safe_tree
 
@@ -159,8 +193,15 @@ def _for_agent(data: Any) -> Any:
 @handle_errors
 def get(ctx: click.Context, memory_id: str, owner: str | None, as_agent: str | None, as_json: bool) -> None:
     """Show one whole memory."""
-    mem = open_mem(ctx)
-    rec = mem.get(memory_id, owner=read_owners(mem, as_agent, owner))
+    home = ctx.ensure_object(dict).get("home")
+    owners = read_owners(home, as_agent, owner)
+    from urllib.parse import quote
+
+    from .via_daemon import ask
+
+    rec = ask(home, "GET", "/memories/" + quote(memory_id, safe=""), params={"owner": owner_param(home, owners)})
+    if not isinstance(rec, dict):
+        rec = open_mem(ctx).get(memory_id, owner=owners)
     if rec is None:
         raise InputError(f"no memory {memory_id} in this scope")
     show = shown(as_agent)

@@ -45,10 +45,15 @@ def recall(ctx: click.Context, prompt: str, owner: str | None, agent: str | None
         if agent and agent != as_agent:
             raise click.UsageError("--as and --agent name different agents")
         agent = as_agent
-    mem = open_mem(ctx)
-    if entry == "turn_start":
+    home = ctx.ensure_object(dict).get("home")
+    got = _turn_start_daemon(home, prompt, owner, agent, project, budget) if entry == "turn_start" else None
+    if got is not None:
+        res = got
+    elif entry == "turn_start":
+        mem = open_mem(ctx)
         res = mem.turn_start(prompt, owner=owner, agent=agent, project=project, budget=budget)
     else:
+        mem = open_mem(ctx)
         scope = mem.scope(owner, project=None, as_agent=agent)
         if entry == "sub_agent":
             res = entries.sub_agent(mem, prompt, scope, project=project, budget=budget)
@@ -86,6 +91,31 @@ def recall(ctx: click.Context, prompt: str, owner: str | None, agent: str | None
         # the packet text is already rendered for an agent; the items carry raw memory text
         res = {**res, "items": safe_tree(res.get("items") or [])}
     emit(res, as_json, human)
+
+
+def _turn_start_daemon(home: str | None, prompt: str, owner: str | None, agent: str | None,
+                       project: str | None, budget: int | None) -> dict[str, Any] | None:
+    """The running daemon's turn-start packet for PROMPT (its warm embedder and caches), or None.
+    The owners and the budget are this CLI's (its config and environment), as the direct path
+    would take them."""
+    from .. import config as configmod
+    from ..agents import canonical_agent
+    from .memory import owner_param, read_owners
+    from .via_daemon import ask
+
+    if agent and not owner:
+        try:
+            canonical_agent(agent)
+        except ValueError:
+            return None          # the direct path says what is wrong with the name
+    owners = owner or (read_owners(home, agent, None) if agent else None)
+    want = int(budget or configmod.load(home).get("recall.token_budget"))
+    got = ask(home, "POST", "/recall/turn-start", {"prompt": prompt, "owner": owner_param(home, owners),
+                                                   "agent": agent, "project": project, "budget": want})
+    if not isinstance(got, dict) or not isinstance(got.get("text"), str) or not isinstance(got.get("items"), list):
+        return None
+    got.pop("took_ms", None)     # the daemon's timing; a direct packet has none
+    return got
 
 
 COMMANDS = [recall]
