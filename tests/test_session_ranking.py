@@ -63,6 +63,11 @@ def order(mem, query: str, **cfg: object) -> list[str]:
                                                      config=DEFAULT.with_(**cfg))]
 
 
+def scores(mem, query: str, **cfg: object) -> dict[str, float]:
+    return {s["session_id"]: s["score"] for s in search_sessions(mem, query, mem.scope(project="p"), k=10,
+                                                                 config=DEFAULT.with_(**cfg))}
+
+
 def test_speaker_names_do_not_pull_in_empty_turns(mem):
     # every turn of a transcript starts with a name: with the name in the query, the nearest
     # turns are the ones that say little else
@@ -82,8 +87,14 @@ def test_a_named_day_finds_its_session(mem):
     sessions["s2"] = ["Nate: Long day at the tournament", "Joanna: Did you win?", "Nate: Second, then a movie"]
     chat(mem, sessions, start)
     query = "What movie did Nate watch on 15 May, 2023?"  # s2 is the session of 15 May (10 days apart)
-    assert order(mem, query, session_date_days=0.0)[0] != "s2"
+    # the day lifts its own session to the top and leaves the others' scores alone (without it, s2 and
+    # s0 are near-tied: which of the identical turns of s0/s1/s3/s4 ranks first moves their RRF scores)
+    without = scores(mem, query, session_date_days=0.0)
+    with_day = scores(mem, query)
     assert order(mem, query)[0] == "s2"
+    assert with_day["s2"] > without["s2"] + 0.05
+    assert {s: round(v, 6) for s, v in with_day.items() if s != "s2"} == \
+        {s: round(v, 6) for s, v in without.items() if s != "s2"}
     assert order(mem, "What movie did Nate watch?")[0] != "s2"
 
 
