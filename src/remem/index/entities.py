@@ -12,10 +12,12 @@ MAX_PER_TURN = 24
 MAX_SCAN_CHARS = 20_000  # entities of a huge tool output are mostly noise; bound the work
 
 _URL = re.compile(r"https?://[^\s<>\"'`)\]]+")
-_PATH = re.compile(r"(?<![\w@])(?:~/|\.{1,2}/|/)?(?:[\w.@+-]+/)+[\w.@+-]+"
-                   r"|\b[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|java|rb|c|h|cpp|md|json|toml|yaml|yml|sh|sql|lock)\b")
-_SYMBOL = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b|\b[a-z]+(?:_[a-z0-9]+)+\b"
-                     r"|\b[a-z]+(?:[A-Z][a-z0-9]+)+\b|\b(?:[A-Z][a-z0-9]+){2,}\b")
+# possessive runs (++, *+): none of these classes holds the character that must follow, so giving
+# characters back can never match; without it every long token is retried character by character
+_PATH = re.compile(r"(?<![\w@])(?:~/|\.{1,2}/|/)?(?:[\w.@+-]++/)+[\w.@+-]+"
+                   r"|\b[\w-]++\.(?:py|js|ts|tsx|jsx|go|rs|java|rb|c|h|cpp|md|json|toml|yaml|yml|sh|sql|lock)\b")
+_SYMBOL = re.compile(r"\b[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)+\b|\b[a-z]++(?:_[a-z0-9]++)+\b"
+                     r"|\b[a-z]++(?:[A-Z][a-z0-9]++)+\b|\b(?:[A-Z][a-z0-9]++){2,}\b")
 _PACKAGE = re.compile(r"\b(?:pip3? install|uv (?:add|pip install)|npm (?:install|i|add)|pnpm add|yarn add|"
                       r"cargo add|go get|gem install|brew install|apt(?:-get)? install)\s+((?:-{1,2}[\w-]+\s+)*)"
                       r"([@\w./-]+(?:\s+[@\w./-]+){0,3})")
@@ -37,8 +39,13 @@ _NOT_NAMES = frozenset(
 )
 
 
+# a capitalised word right after a lower-case word or a comma: seen mid-sentence
+_MID_SENTENCE = re.compile(r"(?<=[a-z,])\s+([A-Z][a-z]+|[A-Z]{2,6})\b")
+
+
 def _names(text: str) -> list[str]:
     out = []
+    mid: set[str] | None = None  # one pass for all names, only when a name needs it
     for m in _NAME.finditer(text):
         word = m.group(1)
         first = word.split()[0]
@@ -50,7 +57,9 @@ def _names(text: str) -> list[str]:
             word = " ".join(rest)
         if _SENTENCE_START.search(text[max(0, m.start() - 3):m.start()]) and " " not in word:
             # sentence-initial single words are usually just capitalised; keep those seen mid-sentence
-            if not re.search(rf"[a-z,]\s+{re.escape(word)}\b", text):
+            if mid is None:
+                mid = set(_MID_SENTENCE.findall(text))
+            if word not in mid:
                 continue
         out.append(word.lower())
     return out

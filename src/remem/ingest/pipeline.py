@@ -1,4 +1,4 @@
-"""The one write pipeline: normalize → redact → size cap → dedup → persist → enqueue index jobs.
+"""The one write pipeline: normalize → redact → size cap → dedup → persist + entities → enqueue index jobs.
 
 Every writer (CLI, importers, hooks, REST, MCP) calls ``prepare`` + ``persist`` through
 ``Remem.add_turns``; nothing else inserts turns.
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agents import canonical_agent
+from ..index.entities import index_turn
 from ..index.text import cjk_index_text
 from ..model import STATUSES, ToolCall, TurnIn
 from ..store import jobs as jobrepo
@@ -28,7 +29,7 @@ from .redact import redact
 from .signatures import error_signatures
 
 MAX_TURN_BYTES = 2 * 1024 * 1024
-INLINE_TRIGRAM = 32  # small writes (CLI, hooks) are indexed at once (entities, trigram); imports defer it
+INLINE_TRIGRAM = 32  # small writes (CLI, hooks) get the trigram index at once; imports defer it (entities never)
 # a plausible turn time: no coding agent wrote history before 2000, and a clock a day ahead is skew;
 # anything else (1e24, -1e308, "yesterday", NaN) would be stored and break every later read of its owner
 MIN_TS = 946_684_800.0
@@ -204,6 +205,8 @@ def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX
             if status in ("added", "updated"):
                 changed = True
                 touched.append(tid)
+                # entity rows are part of what recall needs at once (imports too); trigram can wait
+                index_turn(db, row.owner, tid, row.request, row.reply, row.actions, replace=status == "updated")
             keep = preserve[i] if preserve is not None and i < len(preserve) else None
             if keep and status == "added":
                 _restore(db, tid, keep, now)

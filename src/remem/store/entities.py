@@ -25,17 +25,22 @@ def put_mentions(db: sqlite3.Connection, owner: str, turn_id: str, ents: list[tu
         return 0
     db.executemany("INSERT OR IGNORE INTO entities (owner, kind, name) VALUES (?,?,?)",
                    [(owner, k, n) for k, n in ents])
-    ids: list[int] = []
+    got: dict[tuple[str, str], int] = {}
+    by_kind: dict[str, list[str]] = {}
     for k, n in ents:
-        r = db.execute("SELECT id FROM entities WHERE owner = ? AND kind = ? AND name = ?", (owner, k, n)).fetchone()
-        if r:
-            ids.append(int(r[0]))
-    new = []
-    for eid in dict.fromkeys(ids):
-        cur = db.execute("INSERT OR IGNORE INTO entity_mentions (entity_id, turn_id, owner) VALUES (?,?,?)",
-                         (eid, turn_id, owner))
-        if cur.rowcount:
-            new.append(eid)
+        by_kind.setdefault(k, []).append(n)
+    for kind, names in by_kind.items():  # one indexed look-up per kind, not one per entity
+        for i in range(0, len(names), 400):
+            chunk = names[i : i + 400]
+            for r in db.execute(f"SELECT name, id FROM entities WHERE owner = ? AND kind = ? AND name IN "
+                                f"({','.join('?' * len(chunk))})", [owner, kind, *chunk]):
+                got[(kind, r[0])] = int(r[1])
+    ids = [got[e] for e in ents if e in got]
+    have = set() if replace else {int(r[0]) for r in db.execute(
+        "SELECT entity_id FROM entity_mentions WHERE turn_id = ?", (turn_id,))}
+    new = [eid for eid in dict.fromkeys(ids) if eid not in have]
+    db.executemany("INSERT OR IGNORE INTO entity_mentions (entity_id, turn_id, owner) VALUES (?,?,?)",
+                   [(eid, turn_id, owner) for eid in new])
     pairs = [(owner, a, b) for a, b in itertools.combinations(sorted(new[:MAX_EDGE_ENTITIES]), 2)]
     db.executemany("INSERT INTO entity_edges (owner, src, dst, weight) VALUES (?,?,?,1) "
                    "ON CONFLICT(owner, src, dst) DO UPDATE SET weight = weight + 1", pairs)
