@@ -176,7 +176,7 @@ class _Text:
         m = self.mod()
         tests = [f"tests/test_{mm.rel.replace('/', '_')}" for mm in self.rng.sample(self.mods, 6)]
         out = ["=" * 29 + " test session starts " + "=" * 30,
-               f"platform linux -- Python 3.12.3, pytest-8.3.4, pluggy-1.5.0",
+               "platform linux -- Python 3.12.3, pytest-8.3.4, pluggy-1.5.0",
                f"rootdir: {self.project}", "configfile: pyproject.toml", "plugins: anyio-4.6.2, xdist-3.6.1",
                f"collected {self.rng.randint(40, 900)} items", ""]
         pct = 0
@@ -206,7 +206,7 @@ class _Text:
         return "\n".join(out)
 
     def diff(self, m: _Module, size: int) -> str:
-        chunks = []
+        chunks: list[str] = []
         while sum(map(len, chunks)) < size:
             name, a, b = self.rng.choice(m.funcs)
             old = m.lines[a - 1 : b]
@@ -280,9 +280,9 @@ def _tool_calls(tx: _Text, budget: int) -> list[tuple[str, dict[str, str], str, 
             out.append(("Bash", {"command": "python -m pytest -x -q " + rng.choice(("tests", "tests/unit", "-k " + m.funcs[0][0]))},
                         tx.pytest_log(part) if err else tx.pytest_log(min(part, 900)), err))
         elif kind < 0.7:
-            err = rng.choice(ERRORS)
+            exc = rng.choice(ERRORS)
             out.append(("Bash", {"command": f"python -c 'import {m.rel.removesuffix('.py').replace('/', '.')}'"},
-                        _cut(tx.traceback(err), part), True))
+                        _cut(tx.traceback(exc), part), True))
         elif kind < 0.85:
             out.append(("Bash", {"command": "git diff"}, _cut(tx.diff(m, part), part), False))
         else:
@@ -370,7 +370,7 @@ def _codex_session(tx: _Text, sessions: Path, n: int, t: float, stats: Generated
                              "sandbox_policy": {"type": "workspace-write"}, "model": "gpt-5.3-codex"})
         rec("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": req}]})
         rec("event_msg", {"type": "user_message", "message": req, "kind": "plain"})
-        for name, inp, out, err in calls:
+        for _name, inp, out, err in calls:
             cid = f"call_{rng.getrandbits(48):012x}"
             cmd = inp.get("command") or (f"sed -n 1,200p {inp['file_path']}" if "file_path" in inp
                                          else f"rg -n {inp.get('pattern', '')} src")

@@ -30,6 +30,13 @@ from .signatures import error_signatures
 
 MAX_TURN_BYTES = 2 * 1024 * 1024
 INLINE_TRIGRAM = 32  # small writes (CLI, hooks) get the trigram index at once; imports defer it (entities never)
+# What of a tool call is searched (word, trigram and entity indexes): the call and the head and
+# tail of its output. The whole shortened call stays in actions_json for reading. A file read or a
+# test log is mostly lines that name nothing the user will ask for; its command, the file path,
+# the first lines and the final error are what recall matches on, and the rest costs the indexes
+# most of their write time (issue 15: ~70 % of a real turn's text is tool output).
+INDEX_INPUT_CHARS = 1000
+INDEX_OUTPUT_CHARS = 600
 # a plausible turn time: no coding agent wrote history before 2000, and a clock a day ahead is skew;
 # anything else (1e24, -1e308, "yesterday", NaN) would be stored and break every later read of its owner
 MIN_TS = 946_684_800.0
@@ -92,14 +99,15 @@ def turn_times(started: Any, ended: Any, now: float, fallback: float | None = No
     return s, e, True
 
 
-def render_actions(actions: list[ToolCall]) -> str:
-    """The searchable text of a tool trajectory: one line block per call."""
+def render_actions(actions: list[ToolCall], *, input_chars: int = 0, output_chars: int = 0) -> str:
+    """The searchable text of a tool trajectory: one line block per call, each part shortened to
+    its head and tail when a limit is given (0: whole)."""
     lines = []
     for a in actions:
-        head = f"{a.name}: {a.input}".strip()
+        head = f"{a.name}: {shorten(a.input, input_chars) if input_chars else a.input}".strip()
         lines.append(head + (" [error]" if a.is_error else ""))
         if a.output:
-            lines.append("→ " + a.output)
+            lines.append("→ " + (shorten(a.output, output_chars) if output_chars else a.output))
     return "\n".join(lines)
 
 
@@ -140,7 +148,7 @@ def prepare(turn: TurnIn, *, max_bytes: int = MAX_TURN_BYTES, max_tool_output: i
                                 output=shorten(ro.text, max_tool_output), is_error=a.is_error,
                                 call_id=a.call_id))
     summary = redact(clean_text(turn.summary)).text
-    actions_text = render_actions(actions)
+    actions_text = render_actions(actions, input_chars=INDEX_INPUT_CHARS, output_chars=INDEX_OUTPUT_CHARS)
     actions_json = json.dumps([a.to_dict() for a in actions], ensure_ascii=False)
     content_hash = sha(request, reply, actions_json, status)
     project = clean_text(turn.project)
