@@ -93,13 +93,13 @@ def real(turns: int, top: int = 0) -> dict[str, float]:
 
         mem = remem.open(Path(d) / "remem")
         prof = cProfile.Profile() if top else None
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         if prof:
             prof.enable()
         res = run_sync(mem, ["claude-code", "codex"])
-        t1 = time.perf_counter()
+        c1, t1 = time.process_time(), time.perf_counter()
         mem.index_pending(embed=False)
-        t2 = time.perf_counter()
+        c2, t2 = time.process_time(), time.perf_counter()
         if prof:
             prof.disable()
         added = res["total"]["turns_added"]
@@ -107,6 +107,8 @@ def real(turns: int, top: int = 0) -> dict[str, float]:
         ents = mem.db.execute("SELECT count(*) FROM entity_mentions").fetchone()[0]
     out = {"turns": turns, "added": added, "stored": stored, "entity_rows": ents, "sync_s": t1 - t0,
            "backlog_s": t2 - t1, "turns_per_s": added / (t2 - t0), "sync_turns_per_s": added / (t1 - t0),
+           "cpu_s": c2 - c0, "cpu_turns_per_s": added / max(c2 - c0, 1e-9),
+           "cpu_sync_turns_per_s": added / max(c1 - c0, 1e-9),
            "generated_turn_median": stats["turn_median"], "generated_turn_mean": stats["turn_mean"]}
     print(" ".join(f"{k}={v:,.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in out.items()))
     if prof:
