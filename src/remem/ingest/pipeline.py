@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agents import canonical_agent
-from ..index.entities import index_turn
+from ..index.entities import extract, turn_text
 from ..index.text import cjk_index_text
 from ..model import STATUSES, ToolCall, TurnIn
 from ..store import jobs as jobrepo
 from ..store import tombstones
 from ..store.db import transaction
+from ..store.entities import put_mentions_many
 from ..store.turns import TurnRow, write_turn
 from .deferred import index_rows
 from .normalize import InputError, clean_text, norm_request, sha, strip_injected
@@ -198,6 +199,7 @@ def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX
         changed = False
         touched: list[str] = []
         check = tombstones.any_kept_out(db)
+        mentions: list[tuple[str, str, list[tuple[str, str]], bool]] = []
         for i, (row, res) in enumerate(prepared):
             if row is None:
                 assert res is not None
@@ -214,10 +216,12 @@ def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX
                 changed = True
                 touched.append(tid)
                 # entity rows are part of what recall needs at once (imports too); trigram can wait
-                index_turn(db, row.owner, tid, row.request, row.reply, row.actions, replace=status == "updated")
+                mentions.append((row.owner, tid, extract(turn_text(row.request, row.reply, row.actions)),
+                                 status == "updated"))
             keep = preserve[i] if preserve is not None and i < len(preserve) else None
             if keep and status == "added":
                 _restore(db, tid, keep, now)
+        put_mentions_many(db, mentions)
         if changed:
             if len(touched) <= INLINE_TRIGRAM and not defer_index:
                 marks = ",".join("?" * len(touched))
