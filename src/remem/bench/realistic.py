@@ -1,6 +1,6 @@
 """Real-shaped coding-agent histories: Claude Code JSONL and Codex rollouts of realistic size.
 
-    python -m remem.bench.realistic --turns 2000 --out /tmp/rs-home    # writes <out>/.claude, <out>/.codex
+    python -m remem.bench.realistic --turns 2000 --out DIR    # writes DIR/.claude, DIR/.codex
 
 A turn (request, tool calls, reply) follows the lengths measured on public Claude Code / Cursor / aider
 histories (issue 15): total median ~4 KB, mean ~7 KB, p90 ~23 KB; requests median ~77, mean ~311
