@@ -3,6 +3,12 @@
     .venv/bin/python -m remem.bench.import_speed --messages 100000
 
 Targets (issue 3): ≥ 5,000 messages/s without embeddings; re-sync of 1,000 unchanged sessions ≤ 2 s.
+
+    .venv/bin/python -m remem.bench.import_speed --real 3000 [--profile 25]
+
+``--real N``: N real-shaped turns (``remem.bench.realistic``: Claude Code + Codex files) through what
+``remem sync`` does (sync, then the entity/trigram backlog), embeddings off; prints turns/s per phase
+and, with ``--profile K``, cProfile's top K functions by own time. Target (issue 15): ≥ 600 turns/s.
 """
 
 from __future__ import annotations
@@ -22,7 +28,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--messages", type=int, default=100_000)
     ap.add_argument("--sessions", type=int, default=1000)
+    ap.add_argument("--real", type=int, default=0, help="real-shaped turns instead of the synthetic history")
+    ap.add_argument("--profile", type=int, default=0, help="print cProfile's top K (with --real)")
     args = ap.parse_args()
+    if args.real:
+        real(args.real, args.profile)
+        return
     turns = max(1, args.messages // 4 // args.sessions)
     with tempfile.TemporaryDirectory() as d:
         home = Path(d) / "home"
@@ -60,6 +71,51 @@ def main() -> None:
         "messages/s; re-sync of 1,000 unchanged sessions ≤ 2 s.\n\n"
         f"Command: `.venv/bin/python -m remem.bench.import_speed --messages {args.messages} --sessions {args.sessions}`"
         "\n\n" + "\n".join(lines)))
+
+
+def real(turns: int, top: int = 0) -> dict[str, float]:
+    """Sync ``turns`` real-shaped turns the way ``remem sync`` does; returns the timings."""
+    import cProfile
+    import io
+    import pstats
+
+    from remem.bench.realistic import describe, write_real_history
+
+    with tempfile.TemporaryDirectory() as d:
+        home = Path(d) / "home"
+        stats = describe(write_real_history(home, turns=turns))
+        os.environ["HOME"] = str(home)
+        os.environ.pop("CODEX_HOME", None)
+        os.environ.pop("CLAUDE_CONFIG_DIR", None)
+        os.environ["REMEM_EMBEDDING_ENABLED"] = "false"
+        import remem
+        from remem.sources.sync import run_sync
+
+        mem = remem.open(Path(d) / "remem")
+        prof = cProfile.Profile() if top else None
+        c0, t0 = time.process_time(), time.perf_counter()
+        if prof:
+            prof.enable()
+        res = run_sync(mem, ["claude-code", "codex"])
+        c1, t1 = time.process_time(), time.perf_counter()
+        mem.index_pending(embed=False)
+        c2, t2 = time.process_time(), time.perf_counter()
+        if prof:
+            prof.disable()
+        added = res["total"]["turns_added"]
+        stored = mem.db.execute("SELECT count(*) FROM turns").fetchone()[0]
+        ents = mem.db.execute("SELECT count(*) FROM entity_mentions").fetchone()[0]
+    out = {"turns": turns, "added": added, "stored": stored, "entity_rows": ents, "sync_s": t1 - t0,
+           "backlog_s": t2 - t1, "turns_per_s": added / (t2 - t0), "sync_turns_per_s": added / (t1 - t0),
+           "cpu_s": c2 - c0, "cpu_turns_per_s": added / max(c2 - c0, 1e-9),
+           "cpu_sync_turns_per_s": added / max(c1 - c0, 1e-9),
+           "generated_turn_median": stats["turn_median"], "generated_turn_mean": stats["turn_mean"]}
+    print(" ".join(f"{k}={v:,.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in out.items()))
+    if prof:
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(top)
+        print(buf.getvalue())
+    return out
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The one write pipeline: normalize → redact → size cap → dedup → persist → enqueue index jobs.
+"""The one write pipeline: normalize → redact → size cap → dedup → persist + entities → enqueue index jobs.
 
 Every writer (CLI, importers, hooks, REST, MCP) calls ``prepare`` + ``persist`` through
 ``Remem.add_turns``; nothing else inserts turns.
@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agents import canonical_agent
+from ..index.entities import extract, turn_text
 from ..index.text import cjk_index_text
 from ..model import STATUSES, ToolCall, TurnIn
 from ..store import jobs as jobrepo
 from ..store import tombstones
 from ..store.db import transaction
+from ..store.entities import put_mentions_many
 from ..store.turns import TurnRow, write_turn
 from .deferred import index_rows
 from .normalize import InputError, clean_text, norm_request, sha, strip_injected
@@ -28,7 +30,14 @@ from .redact import redact
 from .signatures import error_signatures
 
 MAX_TURN_BYTES = 2 * 1024 * 1024
-INLINE_TRIGRAM = 32  # small writes (CLI, hooks) are indexed at once (entities, trigram); imports defer it
+INLINE_TRIGRAM = 32  # small writes (CLI, hooks) get the trigram index at once; imports defer it (entities never)
+# What of a tool call is searched (word, trigram and entity indexes): the call and the head and
+# tail of its output. The whole shortened call stays in actions_json for reading. A file read or a
+# test log is mostly lines that name nothing the user will ask for; its command, the file path,
+# the first lines and the final error are what recall matches on, and the rest costs the indexes
+# most of their write time (issue 15: ~70 % of a real turn's text is tool output).
+INDEX_INPUT_CHARS = 1000
+INDEX_OUTPUT_CHARS = 600
 # a plausible turn time: no coding agent wrote history before 2000, and a clock a day ahead is skew;
 # anything else (1e24, -1e308, "yesterday", NaN) would be stored and break every later read of its owner
 MIN_TS = 946_684_800.0
@@ -91,14 +100,15 @@ def turn_times(started: Any, ended: Any, now: float, fallback: float | None = No
     return s, e, True
 
 
-def render_actions(actions: list[ToolCall]) -> str:
-    """The searchable text of a tool trajectory: one line block per call."""
+def render_actions(actions: list[ToolCall], *, input_chars: int = 0, output_chars: int = 0) -> str:
+    """The searchable text of a tool trajectory: one line block per call, each part shortened to
+    its head and tail when a limit is given (0: whole)."""
     lines = []
     for a in actions:
-        head = f"{a.name}: {a.input}".strip()
+        head = f"{a.name}: {shorten(a.input, input_chars) if input_chars else a.input}".strip()
         lines.append(head + (" [error]" if a.is_error else ""))
         if a.output:
-            lines.append("→ " + a.output)
+            lines.append("→ " + (shorten(a.output, output_chars) if output_chars else a.output))
     return "\n".join(lines)
 
 
@@ -139,7 +149,7 @@ def prepare(turn: TurnIn, *, max_bytes: int = MAX_TURN_BYTES, max_tool_output: i
                                 output=shorten(ro.text, max_tool_output), is_error=a.is_error,
                                 call_id=a.call_id))
     summary = redact(clean_text(turn.summary)).text
-    actions_text = render_actions(actions)
+    actions_text = render_actions(actions, input_chars=INDEX_INPUT_CHARS, output_chars=INDEX_OUTPUT_CHARS)
     actions_json = json.dumps([a.to_dict() for a in actions], ensure_ascii=False)
     content_hash = sha(request, reply, actions_json, status)
     project = clean_text(turn.project)
@@ -189,6 +199,7 @@ def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX
         changed = False
         touched: list[str] = []
         check = tombstones.any_kept_out(db)
+        mentions: list[tuple[str, str, list[tuple[str, str]], bool]] = []
         for i, (row, res) in enumerate(prepared):
             if row is None:
                 assert res is not None
@@ -204,9 +215,13 @@ def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX
             if status in ("added", "updated"):
                 changed = True
                 touched.append(tid)
+                # entity rows are part of what recall needs at once (imports too); trigram can wait
+                mentions.append((row.owner, tid, extract(turn_text(row.request, row.reply, row.actions)),
+                                 status == "updated"))
             keep = preserve[i] if preserve is not None and i < len(preserve) else None
             if keep and status == "added":
                 _restore(db, tid, keep, now)
+        put_mentions_many(db, mentions)
         if changed:
             if len(touched) <= INLINE_TRIGRAM and not defer_index:
                 marks = ",".join("?" * len(touched))
