@@ -8,7 +8,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -154,7 +154,7 @@ class Remem:
     # -- writes ----------------------------------------------------------------------------
     def add_turns(self, turns: builtins.list[TurnIn], *, live: bool = False, defer_index: bool = False,
                   revive: bool = False, preserve: builtins.list[dict[str, Any] | None] | None = None,
-                  fallback_ts: float | None = None) -> BatchResult:
+                  fallback_ts: float | Sequence[float | None] | None = None) -> BatchResult:
         """Every write goes through here into the one pipeline (``ingest.pipeline.persist``)."""
         if self.readonly:
             raise StoreError("this remem handle is read-only")

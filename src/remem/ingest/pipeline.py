@@ -182,18 +182,20 @@ def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX
             max_tool_output: int = 2000, live: bool = False, audit: bool = True,
             defer_index: bool = False, revive: bool = False,
             preserve: Sequence[Mapping[str, Any] | None] | None = None,
-            fallback_ts: float | None = None) -> BatchResult:
+            fallback_ts: float | Sequence[float | None] | None = None) -> BatchResult:
     """Write ``turns`` in one transaction (all or nothing) and queue embedding for new content.
 
     What the user forgot stays out (``store.tombstones``): a turn it covers is
     ``skipped_forgotten``, whoever writes it. ``revive`` (an explicit add by the user) writes it
     anyway and lifts the turn's own tombstone. ``preserve`` (import) is one mapping per turn of
     stored fields to keep for a new row (``PRESERVED``: created_at, access counts, …).
-    ``fallback_ts`` replaces an implausible time when the turn has no good one of its own.
+    ``fallback_ts`` replaces an implausible time when the turn has no good one of its own (one
+    value for all, or one per turn: a sync writes several files' turns in one transaction).
     """
     now = time.time()
+    fallbacks = (list(fallback_ts) if isinstance(fallback_ts, Sequence) else [fallback_ts] * len(turns))
     prepared = [prepare(t, max_bytes=max_bytes, max_tool_output=max_tool_output, live=live, now=now,
-                        fallback_ts=fallback_ts) for t in turns]
+                        fallback_ts=fb) for t, fb in zip(turns, fallbacks, strict=True)]
     out = BatchResult()
     with transaction(db):
         changed = False

@@ -133,8 +133,8 @@ def _checkpoints(mem: Remem, name: str) -> dict[str, dict[str, Any]]:
 
 
 def _save_checkpoint(mem: Remem, name: str, unit: Unit, *, fingerprint: bool, last_ts: float | None,
-                     last_id: str, digest: str) -> None:
-    with transaction(mem.db):
+                     last_id: str, digest: str, commit: bool = True) -> None:
+    with transaction(mem.db) if commit else contextlib.nullcontext(mem.db):
         mem.db.execute(
             "INSERT INTO checkpoints (source, unit, path, size, mtime, last_ts, last_msg_id, content_hash, "
             "updated_at) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(source, unit) DO UPDATE SET path=excluded.path, "
@@ -192,8 +192,10 @@ class _Digest:
                 self.newest = m.ts
 
 
-def _write(mem: Remem, res: SourceResult, turns: list[TurnIn], fallback_ts: float | None = None) -> None:
-    """Write one batch; ``fallback_ts`` (the history file's time) replaces a time no turn can hold."""
+def _write(mem: Remem, res: SourceResult, turns: list[TurnIn],
+           fallback_ts: float | list[float | None] | None = None) -> None:
+    """Write one batch; ``fallback_ts`` (the history file's time, one or one per turn) replaces a
+    time no turn can hold."""
     if not turns:
         return
     batch = mem.add_turns(turns, defer_index=True, fallback_ts=fallback_ts)
@@ -205,6 +207,46 @@ def _write(mem: Remem, res: SourceResult, turns: list[TurnIn], fallback_ts: floa
     res.counts["skipped_empty"] += c["skipped_empty"]
     res.counts["skipped_forgotten"] += c["skipped_forgotten"]  # the user forgot them (tombstones)
     res.counts["times_fixed"] += c["times_fixed"]  # an implausible time replaced by the turn's other one
+
+
+class _Group:
+    """The turns and checkpoints of several units, written together: one transaction per ~BATCH
+    turns instead of one per file (each commit flushes the word index and rewrites the entity
+    indexes' pages). A unit's checkpoint is saved only after all of its turns are committed."""
+
+    def __init__(self, mem: Remem, name: str, res: SourceResult) -> None:
+        self.mem, self.name, self.res = mem, name, res
+        self.turns: list[TurnIn] = []
+        self.fallbacks: list[float | None] = []
+        self.done: list[tuple[Unit, bool, float | None, str, str]] = []
+
+    def add(self, turns: list[TurnIn], fallback_ts: float | None) -> None:
+        self.turns.extend(turns)
+        self.fallbacks.extend([fallback_ts] * len(turns))
+        if len(self.turns) >= BATCH:
+            self.flush()
+
+    def finish(self, unit: Unit, *, fingerprint: bool, last_ts: float | None, last_id: str, digest: str) -> None:
+        self.done.append((unit, fingerprint, last_ts, last_id, digest))
+
+    def flush(self) -> None:
+        """Write what is held; on an error, each finished unit held is counted failed (no checkpoint,
+        so the next sync reads it again) and the error is raised for the unit being read."""
+        turns, fallbacks, done = self.turns, self.fallbacks, self.done
+        self.turns, self.fallbacks, self.done = [], [], []
+        try:
+            _write(self.mem, self.res, turns, fallbacks)
+        except Exception as e:
+            for unit, *_ in done:
+                self.res.counts["failed"] += 1
+                self.res.held += 1
+                self.res.errors.append(f"{unit.path}: {type(e).__name__}: {e}")
+            raise
+        if done:
+            with transaction(self.mem.db):
+                for unit, fingerprint, last_ts, last_id, digest in done:
+                    _save_checkpoint(self.mem, self.name, unit, fingerprint=fingerprint, last_ts=last_ts,
+                                     last_id=last_id, digest=digest, commit=False)
 
 
 def _drop_absorbed(mem: Remem, name: str, unit: Unit, owner: str, ckpts: dict[str, dict[str, Any]],
@@ -223,8 +265,12 @@ def _drop_absorbed(mem: Remem, name: str, unit: Unit, owner: str, ckpts: dict[st
 
 def _import_unit(mem: Remem, source: Source, name: str, unit: Unit, ckpt: dict[str, Any] | None,
                  res: SourceResult, owner: str, control: SyncControl,
-                 boundary: float | None, ckpts: dict[str, dict[str, Any]] | None = None) -> bool:
-    """Read and import one unit. Returns False when stopped midway."""
+                 boundary: float | None, ckpts: dict[str, dict[str, Any]] | None = None,
+                 group: _Group | None = None) -> bool:
+    """Read and import one unit (its writes held in ``group`` with other units'; without one they
+    are written before this returns). Returns False when stopped midway."""
+    own = group is None
+    group = group or _Group(mem, name, res)
     stats = ParseStats()
     digest = _Digest()
     asm = _Assembler(source.agent, owner, int(mem.config.get("ingest.max_tool_output")), True)
@@ -245,12 +291,19 @@ def _import_unit(mem: Remem, source: Source, name: str, unit: Unit, ckpt: dict[s
         res.errors.append(f"{unit.path}: {type(e).__name__}: {e}")
         return True
     if ckpts is not None:
+        if unit.meta.get("absorbs"):
+            try:  # what it absorbs may be held unwritten
+                group.flush()
+            except Exception:
+                return True
         # before writing: a stored twin of a folded-in turn must not be matched and updated in place
         _drop_absorbed(mem, name, unit, owner, ckpts, res)
     if messages is not None and ckpt and ckpt.get("content_hash") == digest.h.hexdigest():
         res.counts["messages_scanned"] += digest.scanned
         res.counts["unique_messages"] += len(digest.ids)
-        _finish_unit(mem, name, unit, stats, digest, res)
+        _finish_unit(group, unit, stats, digest, res)
+        if own:
+            return _flushed(group)
         return True
     if messages is None:  # large unit: stream it, bounded memory
         source_iter: Iterator[Message] = stream()
@@ -263,7 +316,7 @@ def _import_unit(mem: Remem, source: Source, name: str, unit: Unit, ckpt: dict[s
                 pending.extend(_keep(asm.result.turns, name, boundary, res))
                 asm.result.turns.clear()
             if len(pending) >= BATCH:
-                _write(mem, res, pending, unit.mtime)
+                group.add(pending, unit.mtime)
                 pending = []
             if i % 2000 == 0 and control.checkpoint():
                 stopped = True
@@ -271,7 +324,7 @@ def _import_unit(mem: Remem, source: Source, name: str, unit: Unit, ckpt: dict[s
         if not stopped:
             done = asm.finish()
             pending.extend(_keep(done.turns, name, boundary, res))
-            _write(mem, res, pending, unit.mtime)
+            group.add(pending, unit.mtime)
     except Exception as e:
         res.counts["failed"] += 1
         res.held += 1
@@ -280,10 +333,21 @@ def _import_unit(mem: Remem, source: Source, name: str, unit: Unit, ckpt: dict[s
     res.counts["messages_scanned"] += digest.scanned
     res.counts["unique_messages"] += len(digest.ids)
     if stopped:
+        if own:
+            _flushed(group)
         return False
     res.counts["skipped_incomplete"] += asm.result.incomplete
     res.counts["ignored"] += asm.result.ignored   # /remem-resume requests and picks: no memories
-    _finish_unit(mem, name, unit, stats, digest, res)
+    _finish_unit(group, unit, stats, digest, res)
+    if own:
+        return _flushed(group)
+    return True
+
+
+def _flushed(group: _Group) -> bool:
+    """Flush ``group``; its failure is already counted (``_Group.flush``)."""
+    with contextlib.suppress(Exception):
+        group.flush()
     return True
 
 
@@ -300,15 +364,15 @@ def _keep(turns: list[TurnIn], name: str, boundary: float | None, res: SourceRes
     return out
 
 
-def _finish_unit(mem: Remem, name: str, unit: Unit, stats: ParseStats, digest: _Digest,
+def _finish_unit(group: _Group, unit: Unit, stats: ParseStats, digest: _Digest,
                  res: SourceResult) -> None:
     _count_stats(res, stats, str(unit.path))
     if digest.newest is not None and (res.newest_ts is None or digest.newest > res.newest_ts):
         res.newest_ts = digest.newest
     # a unit whose read may find more next time (half-written line, locked or unreadable file) keeps
     # no fingerprint, so the next sync reads it again; permanent problems are reported once per change
-    _save_checkpoint(mem, name, unit, fingerprint=not stats.transient, last_ts=digest.last_ts,
-                     last_id=digest.last_id, digest=digest.h.hexdigest())
+    group.finish(unit, fingerprint=not stats.transient, last_ts=digest.last_ts,
+                 last_id=digest.last_id, digest=digest.h.hexdigest())
 
 
 def _count_stats(res: SourceResult, stats: ParseStats, where: str) -> None:
@@ -359,6 +423,7 @@ def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: l
     res.units_total = len(units)
     emit = on_progress or (lambda _e: None)
     emit({"event": "source_start", "source": name, "agent": source.agent, "units_total": len(units)})
+    group = _Group(mem, name, res)
     for i, unit in enumerate(units, 1):
         if control.checkpoint():
             res.stopped = True
@@ -369,12 +434,15 @@ def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: l
         else:
             res.units_read += 1
             if not _import_unit(mem, source, name, unit, None if full else ck, res, owner, control, boundary,
-                                ckpts):
+                                ckpts, group):
                 res.stopped = True
                 break
+        if i == len(units):
+            _flushed(group)
         if i % 5 == 0 or i == len(units):
             emit({"event": "progress", "source": name, "units_done": i, "units_total": len(units),
                   **res.counts})
+    _flushed(group)   # what a stop left held
     clean = not res.stopped and res.held == 0 and res.counts["skipped_incomplete"] == 0
     res.cursor = next_cursor(cursor, scan_start=scan_start, newest=res.newest_ts, clean=clean)
     now = time.time()
@@ -466,6 +534,7 @@ def run_first_import(mem: Remem, name: str, source: Source, roots: list[Path], *
     stats = ParseStats()
     for root in roots:
         units.extend(source.list_units(root, stats))
+    group = _Group(mem, name, res)
     with sync_lock(mem):
         for unit in units:
             ustats = ParseStats()
@@ -488,7 +557,8 @@ def run_first_import(mem: Remem, name: str, source: Source, roots: list[Path], *
                     heapq.heappush(best, item)
                 else:
                     heapq.heappushpop(best, item)
-            _finish_unit(mem, name, unit, ustats, digest, res)
+            _finish_unit(group, unit, ustats, digest, res)
+        group.flush()   # the checkpoints (no turns held)
         chosen = [t for _, _, t in sorted(best)]
         for i in range(0, len(chosen), BATCH):
             _write(mem, res, chosen[i : i + BATCH])
