@@ -342,7 +342,7 @@ def run(sizes: list[int], *, queries: int = 200, model: str | None = None,
 
 
 def render(res: dict[str, Any]) -> str:
-    cols = ("turns", "turn_start_p50_ms", "turn_start_p95_ms", "search_p50_ms", "search_p95_ms",
+    cols: tuple[str, ...] = ("turns", "turn_start_p50_ms", "turn_start_p95_ms", "search_p50_ms", "search_p95_ms",
             "query_embedding_p50_ms", "vector_raw_mb", "vector_index_mb", "vector_memory_ratio", "index_load_s")
     if res.get("real"):
         cols += ("raw_bytes_per_turn", "db_bytes_per_turn", "storage_ratio", "db_mb")
