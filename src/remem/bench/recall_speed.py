@@ -255,7 +255,7 @@ def measure(n: int, *, queries: int, model: str, say: Callable[[str], None], kee
     """Build (or, with ``keep``, reuse) a store of ``n`` turns and time ``queries`` prompts on it."""
     from remem.core import Remem
     from remem.index import vectors
-    from remem.recall import channels
+    from remem.recall import channels, packet
 
     channels._QVEC.clear()  # every size embeds its queries afresh (the sizes share the query list)
 
@@ -287,7 +287,7 @@ def measure(n: int, *, queries: int, model: str, say: Callable[[str], None], kee
         lat: dict[str, list[float]] = {"turn_start": [], "search": [], "query_embedding": []}
         for q in qs:
             a = time.perf_counter()
-            emb.embed_query(q + " (timing)")
+            emb.embed_query(packet.head_and_tail(q + " (timing)", *channels.QUERY_EMBED_TOKENS))  # as recall does
             b = time.perf_counter()
             mem.turn_start(q, owner=owner, project=project)
             c = time.perf_counter()
