@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -255,3 +256,26 @@ def test_bench_runs_from_a_wheel_install_outside_the_checkout(tmp_path):
     probe = subprocess.run([sys.executable, "-c", "import remem.bench.locomo as m; print(m.__file__)"],
                            capture_output=True, timeout=60, cwd=elsewhere, env={**os.environ, **env})
     assert probe.returncode == 0 and Path(probe.stdout.decode().strip()).is_relative_to(target), probe  # it was the wheel's
+
+
+def test_speed_real_mode_runs_on_a_tiny_store(cli, tmp_path):
+    r = cli("bench", "speed", "--real", "--sizes", "200", "--queries", "6", "--model", "hash", "--json",
+            "--keep", str(tmp_path / "stores"), timeout=300)
+    assert r.returncode == 0, r.stderr.decode()
+    res = json.loads(r.stdout)
+    assert res["real"] is True
+    [p] = res["points"]
+    assert p["turns"] == 200 and p["real"] is True and p["vectors"] >= 200
+    assert p["raw_bytes_per_turn"] > 2000                   # real-shaped: kilobytes per turn, not 20 words
+    assert p["db_bytes_per_turn"] > 0 and p["storage_ratio"] == pytest.approx(
+        p["db_bytes_per_turn"] / p["raw_bytes_per_turn"], rel=0.02)
+    assert 0.02 < p["chinese_share"] < 0.4
+    for key in ("turn_start_p50_ms", "turn_start_p95_ms", "search_p50_ms", "search_p95_ms"):
+        assert p[key] > 0
+    assert (tmp_path / "stores" / "real-200" / "built.json").exists()
+    h = harness("recall_speed")
+    text = h.render(res)
+    assert "real-shaped" in text and "storage_ratio" in text
+    qs = h.real_queries(20)
+    assert len(qs) == 20 and any("Error" in q for q in qs[::10])
+    assert any(re.search(r"[\u4e00-\u9fff]", q) for q in h.real_queries(60))

@@ -10,6 +10,12 @@ exactly the work it does on real vectors. Queries are embedded by the real model
 timings include the query embedding. Larger sizes are estimated from the measured curve.
 
     remem bench speed --sizes 10000,100000 [--queries 200] [--json]
+
+With ``--real`` the turns are real-shaped (``bench/realistic.py``: request, tool calls with
+kilobytes of file reads / test logs / diffs / tracebacks, reply; ~15 % Chinese), they go through
+the same write pipeline as TurnIn values (no files, for speed), the timed prompts are requests
+from the same generator (another seed; every tenth with an error line), and the report adds the
+database bytes per turn against the raw text bytes per turn. Vectors stay random in both modes.
 """
 
 from __future__ import annotations
@@ -96,6 +102,73 @@ def make_turns(n: int, seed: int = 7, chunk: int = 0) -> Iterator[list[Any]]:
         yield out
 
 
+REAL_OWNER, REAL_PROJECT = "speed", "/home/dev/webshop"
+
+
+def make_real_turns(n: int, seed: int = 7, chunk: int = 0, stats: Any = None) -> Iterator[list[Any]]:
+    """``n`` real-shaped turns (the generator of ``bench/realistic.py``) as TurnIn lists of
+    ``chunk``; ``stats`` (a ``realistic.Generated``) collects their raw text bytes."""
+    from remem.bench import realistic as rl
+    from remem.model import ToolCall, TurnIn
+
+    rng = random.Random(seed)
+    stats = stats if stats is not None else rl.Generated()
+    t = time.time() - 400 * 86400
+    step = 400 * 86400 / max(1, n)
+    out: list[Any] = []
+    i = 0
+    while i < n:
+        project = rng.choice(("/home/dev/webshop", "/home/dev/etl-jobs", "/home/dev/remem", "/home/dev/billing-api",
+                              "/home/dev/mlkit", "/home/dev/infra"))
+        tx = rl._Text(rng, project)
+        agent = "codex" if rng.random() < 0.3 else "claude-code"
+        sid = f"s{i}"
+        for _ in range(min(n - i, max(1, int(rng.lognormvariate(2.3, 0.8))))):
+            req, calls, reply = rl._turn(tx, stats)
+            actions = [ToolCall(name=name, input=json.dumps(inp), output=o, is_error=err)
+                       for name, inp, o, err in calls]
+            out.append(TurnIn(request=req, reply=reply, actions=actions, owner=REAL_OWNER, agent=agent,
+                              project=project, session_id=sid, source_key=f"real:{i}", status="succeeded",
+                              started_at=t, ended_at=t + 30))
+            t += step
+            i += 1
+            if chunk and len(out) == chunk:
+                yield out
+                out = []
+    if out:
+        yield out
+
+
+def real_queries(n: int, seed: int = 3) -> list[str]:
+    """Prompts as users type them: generator requests (some Chinese), every tenth with an error line."""
+    from remem.bench import realistic as rl
+
+    rng = random.Random(seed)
+    stats = rl.Generated()
+    qs: list[str] = []
+    while len(qs) < n:
+        tx = rl._Text(rng, REAL_PROJECT)
+        req, calls, _reply = rl._turn(tx, stats)
+        if len(qs) % 10 == 0:
+            errs = [line for _n, _i, o, e in calls if e for line in o.splitlines() if "Error" in line]
+            req += "\n" + (errs[-1] if errs else f"{rng.choice(rl.ERRORS)}: {tx.mod().funcs[0][0]}() failed")
+        qs.append(req[:2000])
+    return qs
+
+
+def db_bytes(home: str) -> int:
+    """The store on disk: remem.db and its WAL / shm, after a checkpoint."""
+    import sqlite3
+
+    path = Path(home, "remem.db")
+    con = sqlite3.connect(path)
+    try:
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        con.close()
+    return sum(f.stat().st_size for f in Path(home).glob("remem.db*"))
+
+
 def fill_vectors(mem: Any, model_id: str, dim: int, seed: int = 11) -> int:
     import numpy as np
 
@@ -137,18 +210,27 @@ def _rss_mb() -> float:
     return 0.0
 
 
-def build(home: str, n: int, model: str, say: Callable[[str], None]) -> dict[str, Any]:
-    """A store of ``n`` synthetic turns with random vectors in ``home``; its build times."""
+def build(home: str, n: int, model: str, say: Callable[[str], None], real: bool = False) -> dict[str, Any]:
+    """A store of ``n`` synthetic (``real``: real-shaped) turns with random vectors in ``home``."""
+    from remem.bench.realistic import Generated
     from remem.core import Remem
 
     mem = Remem(home, env={"REMEM_EMBEDDING_MODEL": model})
     emb = mem.embedder()
     if emb is None:
         raise RuntimeError(f"embedder {model!r} unavailable: {mem.embedder_error}")
+    stats = Generated()
+    gen_s = 0.0
     t0 = time.perf_counter()
-    for part in make_turns(n, chunk=2000):
+    parts = make_real_turns(n, chunk=500, stats=stats) if real else make_turns(n, chunk=2000)
+    while True:
+        g = time.perf_counter()
+        part = next(parts, None)
+        gen_s += time.perf_counter() - g
+        if part is None:
+            break
         mem.add_turns(part)
-    ingest_s = time.perf_counter() - t0
+    ingest_s = time.perf_counter() - t0 - gen_s
     t0 = time.perf_counter()
     mem.index_pending(embed=False)  # entities + trigram index: the background job, run now
     index_s = time.perf_counter() - t0
@@ -157,20 +239,28 @@ def build(home: str, n: int, model: str, say: Callable[[str], None]) -> dict[str
     nvec = fill_vectors(mem, emb.model_id, emb.dim)
     fill_s = time.perf_counter() - t0
     mem.close()
-    return {"turns": n, "vectors": nvec, "model": emb.model_id, "ingest_s": round(ingest_s, 1),
-            "index_s": round(index_s, 1), "vector_fill_s": round(fill_s, 1)}
+    out = {"turns": n, "vectors": nvec, "model": emb.model_id, "real": real, "ingest_s": round(ingest_s, 1),
+           "index_s": round(index_s, 1), "vector_fill_s": round(fill_s, 1)}
+    if real:
+        raw = sum(stats.turn_bytes)
+        size = db_bytes(home)
+        out.update(raw_bytes_per_turn=round(raw / max(1, n)), db_bytes_per_turn=round(size / max(1, n)),
+                   db_mb=round(size / 1e6, 1), storage_ratio=round(size / max(1, raw), 2),
+                   chinese_share=round(stats.chinese / max(1, n), 3))
+    return out
 
 
-def measure(n: int, *, queries: int, model: str, say: Callable[[str], None], keep: str | None = None) -> dict[str, Any]:
+def measure(n: int, *, queries: int, model: str, say: Callable[[str], None], keep: str | None = None,
+            real: bool = False) -> dict[str, Any]:
     """Build (or, with ``keep``, reuse) a store of ``n`` turns and time ``queries`` prompts on it."""
     from remem.core import Remem
     from remem.index import vectors
-    from remem.recall import channels
+    from remem.recall import channels, packet
 
     channels._QVEC.clear()  # every size embeds its queries afresh (the sizes share the query list)
 
     with tempfile.TemporaryDirectory(prefix="remem-speed-") as tmp:
-        home = os.path.join(keep, str(n)) if keep else tmp
+        home = os.path.join(keep, f"real-{n}" if real else str(n)) if keep else tmp
         done = Path(home, "built.json")
         if done.exists():
             built = json.loads(done.read_text())
@@ -178,7 +268,7 @@ def measure(n: int, *, queries: int, model: str, say: Callable[[str], None], kee
         else:
             if Path(home, "remem.db").exists():
                 raise RuntimeError(f"{home} holds a store that was not finished; remove it first")
-            built = build(home, n, model, say)
+            built = build(home, n, model, say, real=real)
             if keep:
                 done.write_text(json.dumps(built))
         mem = Remem(home, env={"REMEM_EMBEDDING_MODEL": model})
@@ -186,22 +276,24 @@ def measure(n: int, *, queries: int, model: str, say: Callable[[str], None], kee
         emb.load() if hasattr(emb, "load") else None
         onnx = mem.prepare_onnx(wait=True)  # as the daemon runs them
         rng = random.Random(3)
-        qs = [" ".join(_zipf_word(rng) for _ in range(rng.randint(3, 9))) + ("?" if i % 3 else "")
+        owner, project = (REAL_OWNER, REAL_PROJECT) if real else ("speed", "/srv/p3")
+        qs = real_queries(queries) if real else [" ".join(_zipf_word(rng) for _ in range(rng.randint(3, 9))) + ("?" if i % 3 else "")
               for i in range(queries)]
-        qs[::10] = [q + " " + rng.choice(ERRORS) for q in qs[::10]]
+        if not real:
+            qs[::10] = [q + " " + rng.choice(ERRORS) for q in qs[::10]]
         t0 = time.perf_counter()
-        mem.search("warm up the index", owner="speed", k=10)
+        mem.search("warm up the index", owner=owner, k=10)
         load_s = time.perf_counter() - t0
         lat: dict[str, list[float]] = {"turn_start": [], "search": [], "query_embedding": []}
         for q in qs:
             a = time.perf_counter()
-            emb.embed_query(q + " (timing)")
+            emb.embed_query(packet.head_and_tail(q + " (timing)", *channels.QUERY_EMBED_TOKENS))  # as recall does
             b = time.perf_counter()
-            mem.turn_start(q, owner="speed", project="/srv/p3")
+            mem.turn_start(q, owner=owner, project=project)
             c = time.perf_counter()
-            mem.search(q, owner="speed", k=10)  # the same prompt: its vector comes from the small query cache
+            mem.search(q, owner=owner, k=10)  # the same prompt: its vector comes from the small query cache
             d = time.perf_counter()
-            mem.search(q + " again", owner="speed", k=10)
+            mem.search(q + " again", owner=owner, k=10)
             e = time.perf_counter()
             lat["query_embedding"].append((b - a) * 1000)
             lat["turn_start"].append((c - b) * 1000)
@@ -240,19 +332,22 @@ def resolve_model(model: str | None) -> str:
 
 
 def run(sizes: list[int], *, queries: int = 200, model: str | None = None,
-        progress: Callable[[str], None] | None = None, keep: str | None = None) -> dict[str, Any]:
+        progress: Callable[[str], None] | None = None, keep: str | None = None, real: bool = False) -> dict[str, Any]:
 
     model = resolve_model(model)
     say = progress or (lambda _m: None)
-    points = [measure(n, queries=queries, model=model, say=say, keep=keep) for n in sizes]
+    points = [measure(n, queries=queries, model=model, say=say, keep=keep, real=real) for n in sizes]
     est = estimate(points, 1_000_000) if max(sizes) < 1_000_000 else {}
-    return {"model": model, "cpus": os.cpu_count(), "points": points, "estimate_1m": est}
+    return {"model": model, "cpus": os.cpu_count(), "real": real, "points": points, "estimate_1m": est}
 
 
 def render(res: dict[str, Any]) -> str:
-    cols = ("turns", "turn_start_p50_ms", "turn_start_p95_ms", "search_p50_ms", "search_p95_ms",
+    cols: tuple[str, ...] = ("turns", "turn_start_p50_ms", "turn_start_p95_ms", "search_p50_ms", "search_p95_ms",
             "query_embedding_p50_ms", "vector_raw_mb", "vector_index_mb", "vector_memory_ratio", "index_load_s")
-    lines = [f"model={res['model']} cpus={res['cpus']}", " | ".join(cols)]
+    if res.get("real"):
+        cols += ("raw_bytes_per_turn", "db_bytes_per_turn", "storage_ratio", "db_mb")
+    lines = [f"model={res['model']} cpus={res['cpus']}" + (" real-shaped turns" if res.get("real") else ""),
+             " | ".join(cols)]
     for p in res["points"]:
         lines.append(" | ".join(str(p.get(c, "")) for c in cols))
     if res.get("estimate_1m"):
@@ -271,18 +366,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--keep", metavar="DIR", help="build each size's store in DIR/<size> and reuse it on later runs")
     ap.add_argument("--build-only", action="store_true", help="with --keep: build the stores, time nothing")
+    ap.add_argument("--real", action="store_true", help="real-shaped turns and prompts; report bytes per turn")
     a = ap.parse_args(argv)
     sizes = [int(s) for s in a.sizes.split(",")]
     if a.build_only:
         if not a.keep:
             ap.error("--build-only needs --keep DIR")
         for n in sizes:
-            home = os.path.join(a.keep, str(n))
+            home = os.path.join(a.keep, f"real-{n}" if a.real else str(n))
             if not Path(home, "built.json").exists():
-                built = build(home, n, resolve_model(a.model), lambda m: print(m, file=sys.stderr))
+                built = build(home, n, resolve_model(a.model), lambda m: print(m, file=sys.stderr), real=a.real)
                 Path(home, "built.json").write_text(json.dumps(built))
         return 0
-    res = run(sizes, queries=a.queries, model=a.model, progress=lambda m: print(m, file=sys.stderr), keep=a.keep)
+    res = run(sizes, queries=a.queries, model=a.model, progress=lambda m: print(m, file=sys.stderr), keep=a.keep,
+              real=a.real)
     print(json.dumps(res, indent=1) if a.json else render(res))
     return 0
 

@@ -69,12 +69,13 @@ def longmemeval(data: str, config: str, model: str | None, limit: int | None, as
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--keep", default=None, metavar="DIR",
               help="Build each size's store in DIR/<size> and reuse it on later runs.")
+@click.option("--real", is_flag=True, help="Real-shaped turns and prompts (bench/realistic.py); adds bytes per turn.")
 @handle_errors
-def speed(sizes: str, queries: int, model: str | None, as_json: bool, keep: str | None) -> None:
+def speed(sizes: str, queries: int, model: str | None, as_json: bool, keep: str | None, real: bool) -> None:
     """turn_start / search latency and vector memory on generated stores."""
     h = harness("recall_speed")
     res = h.run([int(s) for s in sizes.split(",") if s.strip()], queries=queries, model=model,
-                progress=None if as_json else (lambda m: click.echo(m, err=True)), keep=keep)
+                progress=None if as_json else (lambda m: click.echo(m, err=True)), keep=keep, real=real)
     _out(res, as_json, h.render)
 
 
