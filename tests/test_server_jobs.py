@@ -136,10 +136,15 @@ def test_embed_job_progress_pause_resume_stop(embed_daemon):
         ev.close()
 
 
+TOTAL = 1800  # turns in the history of the sync job test
+
+
 @pytest.mark.skipif(not HAS_SYNC, reason="sync engine (remem.sources.sync) not present")
 def test_sync_job_over_sse_with_controls(tmp_path):
     home = tmp_path / "home"
-    write_claude_history(home, sessions=120, turns=3)
+    # enough files that the job is still running when the pause arrives (a sync writes several files'
+    # turns per transaction, so small histories finish within the first progress event)
+    write_claude_history(home, sessions=TOTAL // 3, turns=3)
     with Daemon(tmp_path / "remem", env={"HOME": str(home), "REMEM_AUTO_SYNC": "0"}) as d:
         ev = Events(d)
         try:
@@ -166,7 +171,7 @@ def test_sync_job_over_sse_with_controls(tmp_path):
                               timeout=90)
             assert stopped["status"] == "stopped", stopped
             partial = stopped["progress"]["result"]["total"]["turns_added"]
-            assert 0 < partial < 360 and stopped["progress"]["result"]["stopped"] is True
+            assert 0 < partial < TOTAL and stopped["progress"]["result"]["stopped"] is True
             with d.client() as c:
                 assert c.get("/api/v1/stats").json()["turns"] == partial
                 job2 = c.post("/api/v1/sources/sync", json={}).json()["job"]
@@ -174,19 +179,19 @@ def test_sync_job_over_sse_with_controls(tmp_path):
                            timeout=90)
             assert done["status"] == "done", done
             total = done["progress"]["result"]["total"]
-            assert total["turns_added"] == 360 - partial and total["failed"] == 0
-            assert done["fraction"] == 1.0 and done["progress"]["counts"]["turns_added"] == 360 - partial
+            assert total["turns_added"] == TOTAL - partial and total["failed"] == 0
+            assert done["fraction"] == 1.0 and done["progress"]["counts"]["turns_added"] == TOTAL - partial
             with d.client() as c:
-                assert c.get("/api/v1/stats").json()["turns"] == 360
+                assert c.get("/api/v1/stats").json()["turns"] == TOTAL
                 first = c.post("/api/v1/sources/rescan", json={}).json()
                 job3 = c.post("/api/v1/sources/rescan", json={"confirm": first["confirm"]}).json()["job"]
                 assert job3["payload"]["full"] is True
             end = ev.next(lambda k, x: k == "job" and x["id"] == job3["id"] and x["status"] in ("done", "failed"),
                           timeout=90)
             assert end["status"] == "done"
-            assert end["progress"]["result"]["total"]["messages_scanned"] == 720  # every file read again
+            assert end["progress"]["result"]["total"]["messages_scanned"] == 2 * TOTAL  # every file read again
             with d.client() as c:
-                assert c.get("/api/v1/stats").json()["turns"] == 360  # a deep rescan adds no duplicates
+                assert c.get("/api/v1/stats").json()["turns"] == TOTAL  # a deep rescan adds no duplicates
         finally:
             ev.close()
 

@@ -197,7 +197,9 @@ def test_locked_sqlite_source_is_reported(mem):
 
 def test_pause_resume_stop(mem):
     home = Path(os.environ["HOME"])
-    write_claude_history(home / ".claude/projects", sessions=60, turns=10)
+    # enough history that a stop lands mid-way: a sync writes several files' turns per transaction
+    # (BATCH turns), so the first turns appear only once the first group is written
+    write_claude_history(home / ".claude/projects", sessions=250, turns=10)
     control = SyncControl()
     events: list[dict] = []
     control.pause()
@@ -214,11 +216,11 @@ def test_pause_resume_stop(mem):
     res = events[0]
     assert res["stopped"]
     partial = mem.stats()["turns"]
-    assert 0 < partial < 600
+    assert 0 < partial < 2500
     assert res["sources"][0]["cursor"] is None
     final = run_sync(mem, ["claude-code"])
     assert not final["stopped"]
-    assert mem.stats()["turns"] == 600
+    assert mem.stats()["turns"] == 2500
 
 
 KILLER = r"""
