@@ -3,8 +3,8 @@
 # OpenCode, Gemini CLI) with npm, into the project-local, gitignored prefix .agents-bin/.
 # Idempotent: an agent whose package is already in place (and whose binary link resolves) is skipped
 # without starting it. Needs only the npm
-# registry (no other downloads). Versions are the ones the recipes in
-# ../shared/tools/agents/RECIPES.md were verified with; override with REMEM_AGENT_VERSIONS=latest.
+# registry (no other downloads). Versions are pinned to the ones the end-to-end tests were verified with;
+# override with REMEM_AGENT_VERSIONS=latest.
 #
 #   bash scripts/install-agents.sh            # all four
 #   bash scripts/install-agents.sh codex      # only some

@@ -341,22 +341,22 @@ def test_large_store_word_query_keeps_rare_words_within_a_budget(mem, monkeypatc
     from remem.recall import channels
     from remem.recall.config import DEFAULT
 
-    mem.add_turns([TurnIn(request=f"shared zq{i}" + (" pairword" if i < 2 else ""), owner="default",
+    mem.add_turns([TurnIn(request=f"joined zq{i}" + (" pairword" if i < 2 else ""), owner="default",
                           agent="codex", source_key=f"w{i}") for i in range(40)])
     monkeypatch.setattr(channels, "PRUNE_FROM", 10)
 
     def expr(text):
         return channels.word_query(query.build(text), DEFAULT, mem.db)
 
-    # "shared" is in every turn (over COMMON_DF), "nosuchword" in none: both left out
-    assert expr("shared pairword zq5 nosuchword") == ('"pairword" OR "zq5"', False)
+    # "joined" is in every turn (over COMMON_DF), "nosuchword" in none: both left out
+    assert expr("joined pairword zq5 nosuchword") == ('"pairword" OR "zq5"', False)
     assert expr("zq5_pairword") == ('"zq5" OR "pairword"', False)       # split into its parts, not a phrase
-    assert expr("shared") == ('"shared"', True)                          # only common words: AND, newest first
+    assert expr("joined") == ('"joined"', True)                          # only common words: AND, newest first
     monkeypatch.setattr(channels, "POSTINGS_BUDGET", 2)
     assert expr("pairword zq5") == ('"zq5"', False)                      # the rarest fit the budget
     assert expr("pairword") == ('"pairword"', False)                     # the rarest is always kept
     monkeypatch.setattr(channels, "PRUNE_FROM", 10 ** 6)
-    assert expr("shared pairword") == ('"shar"* OR "pairword"', False)  # a small store keeps every word (stems)
+    assert expr("joined pairword") == ('"join"* OR "pairword"', False)  # a small store keeps every word (stems)
 
 
 def test_same_error_newest_first_exact_before_type_and_bounded(mem):

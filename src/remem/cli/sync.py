@@ -84,14 +84,14 @@ def _write_notes(t: dict[str, Any]) -> list[str]:
     out = []
     n = int(t.get("skipped_forgotten") or 0)
     if n:
-        out.append(f"{n} {'turn' if n == 1 else 'turns'} you forgot kept out (skipped_forgotten)")
+        out.append(f"{count(n, 'turn')} you forgot kept out (skipped_forgotten)")
     n = int(t.get("times_fixed") or 0)
     if n:
-        out.append(f"{n} implausible {'time' if n == 1 else 'times'} replaced by the turn's other time "
+        out.append(f"{count(n, 'implausible time')} replaced by the turn's other time "
                    "(times_fixed)")
     n = int(t.get("ignored") or 0)
     if n:
-        out.append(f"{n} /remem-resume {'request or pick' if n == 1 else 'requests and picks'} not stored "
+        out.append(f"{count(n, '/remem-resume request or pick', '/remem-resume requests and picks')} not stored "
                    "(ignored)")
     return out
 
