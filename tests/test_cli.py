@@ -95,7 +95,7 @@ def test_corrupted_database(cli, remem_home):
 
 def test_database_full_leaves_no_partial_rows(mem):
     from remem.model import TurnIn
-    from remem.store.db import StoreError
+    from remem.store import StoreError
 
     mem.add("small", agent="codex")
     pages = mem.db.execute("PRAGMA page_count").fetchone()[0]
@@ -120,7 +120,7 @@ def test_read_only_home(cli, remem_home):
 
 def test_read_only_handle_refuses_writes(mem):
     import remem
-    from remem.store.db import StoreError
+    from remem.store import StoreError
 
     mem.add("exists", agent="codex")
     ro = remem.open(mem.home, readonly=True)

@@ -184,7 +184,7 @@ def test_export_sqlite_is_consistent_copy(tmp_path, mem):
 
 
 def test_migrations_recorded_and_idempotent(mem):
-    from remem.store.migrations import MIGRATIONS, migrate
+    from remem.store.sqlite.migrations import MIGRATIONS, migrate
 
     names = [r[0] for r in mem.db.execute("SELECT name FROM schema_migrations ORDER BY id")]
     assert names == [m.__name__ for m in MIGRATIONS]

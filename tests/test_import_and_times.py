@@ -14,7 +14,7 @@ import pytest
 
 import remem
 from remem.model import ToolCall, TurnIn
-from remem.store import migrations
+from remem.store.sqlite import migrations
 
 TRACE = """Traceback (most recent call last):
   File "/home/alice/proj/shop/payments/retry.py", line 88, in charge

@@ -182,8 +182,8 @@ def test_recall_cli_prints_the_packet(store, cli):
 @pytest.mark.parametrize("approx", [False, True], ids=["exact", "sign-sketch"])
 def test_vector_index_is_incremental_scoped_and_forgets(mem, monkeypatch, approx):
     from remem.index import vectors
-    from remem.store.db import transaction
-    from remem.store.vectors import put_many
+    from remem.store.sqlite.db import transaction
+    from remem.store.sqlite.vectors import put_many
 
     if approx:  # every search takes the large-scope path: sketch, then exact scores of candidates
         monkeypatch.setattr(vectors, "APPROX_FROM", 1)
@@ -362,7 +362,7 @@ def test_large_store_word_query_keeps_rare_words_within_a_budget(mem, monkeypatc
 def test_same_error_newest_first_exact_before_type_and_bounded(mem):
     """The structural channel: the same signature ranks above the same error type, newest first
     within each, read from the (signature, time) index; a turn's time change follows it."""
-    from remem.store import recall as recrepo
+    from remem.store.sqlite import candidates as recrepo
 
     def failed(i, err, t):
         return TurnIn(request=f"run job {i}", reply="failed", owner="default", agent="codex", status="failed",
@@ -391,7 +391,7 @@ def test_error_time_migration_backfills(tmp_path):
     """m006 on a store written before it: every signature gets its turn's time."""
     import sqlite3
 
-    from remem.store import migrations
+    from remem.store.sqlite import migrations
 
     db = sqlite3.connect(tmp_path / "old.db", isolation_level=None)
     db.row_factory = sqlite3.Row
@@ -412,7 +412,7 @@ def test_error_time_migration_backfills(tmp_path):
 
 
 def test_turn_count_is_exact_when_small_and_not_recounted_after_every_write_when_large(mem, monkeypatch):
-    from remem.store import entities
+    from remem.store.sqlite import entities
 
     def add(n, tag):
         mem.add_turns([TurnIn(request=f"note {tag} {i}", owner="default", agent="codex", session_id=f"{tag}{i % 2}",

@@ -19,12 +19,13 @@ from .ingest.normalize import InputError, check_user_text
 from .ingest.pipeline import PRESERVED, BatchResult, WriteResult, persist
 from .model import ToolCall, TurnIn
 from .scope import Scope
-from .store import connect, migrate, transaction
-from .store import jobs as jobrepo
-from .store import tombstones as tombrepo
-from .store import turns as turnrepo
-from .store import vectors as vecrepo
-from .store.db import StoreError, db_path, explain_error
+from .store import open_store
+from .store.sqlite.db import transaction
+from .store.sqlite import jobs as jobrepo
+from .store.sqlite import tombstones as tombrepo
+from .store.sqlite import turns as turnrepo
+from .store.sqlite import vectors as vecrepo
+from .store.sqlite.db import StoreError, db_path, explain_error
 
 EXPORT_VERSION = 1
 MAX_PENDING_ACCESS = 1000  # recall hits waiting to be counted (oldest dropped past this)
@@ -39,7 +40,7 @@ class Remem:
         self.config = configmod.load(home, env)
         self.home = self.config.home
         self.readonly = readonly
-        self._local = threading.local()
+        self.store = open_store(str(self.config.db_path), self.home, readonly=readonly)
         self._embedder: Any = None
         self._embedder_error: str = ""
         self._onnx_wanted = False  # set by prepare_onnx: later embedders are prepared too
@@ -63,17 +64,14 @@ class Remem:
             configmod.save_file(self.config.path, self.config.file_values or {"owner": self.config.get("owner")})
         token_new = not self.config.token_path.exists()
         configmod.ensure_token(self.config.token_path)
-        applied = migrate(self.db)
+        applied = self.store.migrate()
         return {"home": str(self.home), "database": str(self.config.db_path), "config_created": created,
                 "token_created": token_new, "migrations_applied": applied}
 
     @property
     def db(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = connect(self.config.db_path, readonly=self.readonly)
-            self._local.conn = conn
-        return conn
+        """This thread's SQLite connection (to be removed: the layers above store/ call the store)."""
+        return self.store.conn  # type: ignore[attr-defined,no-any-return]
 
     def note_access(self, scope: Scope, ids: builtins.list[str], now: float) -> None:
         """Count that recall showed these turns. Written at once when the database is free,
@@ -93,7 +91,7 @@ class Remem:
             todo, self._access = self._access, []
         if not todo:
             return 0
-        from .store import recall as recrepo
+        from .store.sqlite import candidates as recrepo
 
         db = self.db
         try:
@@ -110,10 +108,7 @@ class Remem:
     def close(self) -> None:
         if self._access and not self.readonly:
             self.flush_access(wait=False)
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        self.store.close()
 
     def __enter__(self) -> Remem:
         return self

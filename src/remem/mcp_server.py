@@ -21,7 +21,7 @@ from .config import ConfigError
 from .core import Remem
 from .ingest.normalize import InputError
 from .scope import Scope, ScopeError
-from .store.db import StoreError
+from .store import StoreError
 
 log = logging.getLogger("remem.mcp")
 # failures a tool call can expect (bad arguments, an id not in scope, a locked database): the client

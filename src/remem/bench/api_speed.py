@@ -61,8 +61,8 @@ def rows(start: int, n: int, rng: random.Random, *, embed_state: str):
 
 def build(home: Path, n: int, *, vectors: bool, trigram: bool, seed: int = 7) -> float:
     """A database with ``n`` turns written straight into SQLite. Returns seconds taken."""
-    from remem.store.db import transaction
-    from remem.store.turns import index_trigram
+    from remem.store.sqlite.db import transaction
+    from remem.store.sqlite.turns import index_trigram
 
     t0 = time.perf_counter()
     mem = remem.open(home, env={"REMEM_EMBEDDING_MODEL": "hash"})
@@ -87,8 +87,8 @@ def _vectors(mem, batch) -> None:
     import numpy as np
 
     from remem.index.worker import embed_text
-    from remem.store.db import transaction
-    from remem.store.vectors import put_many
+    from remem.store.sqlite.db import transaction
+    from remem.store.sqlite.vectors import put_many
 
     emb = mem.embedder()
     vecs = np.asarray(emb.embed([embed_text(r[8], "", r[9]) for r in batch]), dtype=np.float32)

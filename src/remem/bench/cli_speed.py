@@ -97,8 +97,8 @@ def build_home(home: Path, turns: int) -> dict[str, Any]:
 
     from ..core import Remem
     from ..index.embed import DEFAULT_EMBEDDER, get_embedder
-    from ..store.db import transaction
-    from ..store.vectors import put_many
+    from ..store.sqlite.db import transaction
+    from ..store.sqlite.vectors import put_many
 
     marker = home / "bench-cli-speed.json"
     if marker.exists():

@@ -172,8 +172,8 @@ def db_bytes(home: str) -> int:
 def fill_vectors(mem: Any, model_id: str, dim: int, seed: int = 11) -> int:
     import numpy as np
 
-    from remem.store.db import transaction
-    from remem.store.vectors import put_many
+    from remem.store.sqlite.db import transaction
+    from remem.store.sqlite.vectors import put_many
 
     rng = np.random.default_rng(seed)
     db = mem.db

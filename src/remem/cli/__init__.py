@@ -15,7 +15,7 @@ import click
 from ..config import ConfigError
 from ..ingest.normalize import InputError
 from ..scope import ScopeError
-from ..store.db import StoreError
+from ..store import StoreError
 
 EXPECTED = (InputError, StoreError, ConfigError, ScopeError, ValueError, OSError, sqlite3.Error)
 

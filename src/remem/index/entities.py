@@ -155,6 +155,6 @@ def turn_text(request: str, reply: str, actions: str = "") -> str:
 def index_turn(db: sqlite3.Connection, owner: str, turn_id: str, request: str, reply: str, actions: str,
                *, replace: bool = False) -> int:
     """Extract and store a turn's entities (inside the caller's transaction)."""
-    from ..store.entities import put_mentions
+    from ..store.sqlite.entities import put_mentions
 
     return put_mentions(db, owner, turn_id, extract(turn_text(request, reply, actions)), replace=replace)

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..scope import Scope
-from ..store.db import db_path
+from ..store.sqlite.db import db_path
 
 BLOCK = 4096
 SPLIT_FROM = 8  # blocks (32k vectors): from here a search splits its scan over two threads

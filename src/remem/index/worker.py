@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..store.db import transaction
-from ..store.vectors import put_many
+from ..store.sqlite.db import transaction
+from ..store.sqlite.vectors import put_many
 from .embedtext import actions_from_row, summary_text
 
 log = logging.getLogger("remem.embed")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 
 from ..index.entities import index_turn
-from ..store.turns import index_trigram
+from ..store.sqlite.turns import index_trigram
 
 
 def index_rows(db: sqlite3.Connection, *, rowids: list[int] | None = None, limit: int = 2000) -> int:

@@ -19,11 +19,11 @@ from ..agents import canonical_agent
 from ..index.entities import extract, turn_text
 from ..index.text import cjk_index_text
 from ..model import STATUSES, ToolCall, TurnIn
-from ..store import jobs as jobrepo
-from ..store import tombstones
-from ..store.db import transaction
-from ..store.entities import put_mentions_many
-from ..store.turns import TurnRow, write_turn
+from ..store.sqlite import jobs as jobrepo
+from ..store.sqlite import tombstones
+from ..store.sqlite.db import transaction
+from ..store.sqlite.entities import put_mentions_many
+from ..store.sqlite.turns import TurnRow, write_turn
 from .deferred import index_rows
 from .normalize import InputError, clean_text, norm_request, sha, strip_injected
 from .redact import redact

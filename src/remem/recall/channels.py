@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..scope import Scope
-from ..store import entities as entrepo
-from ..store import recall as recrepo
-from ..store.db import db_path
+from ..store.sqlite import entities as entrepo
+from ..store.sqlite import candidates as recrepo
+from ..store.sqlite.db import db_path
 from . import okapi
 from . import packet as pk
 from .config import RecallConfig
@@ -203,7 +203,7 @@ def scope_corpus(db: sqlite3.Connection, scope: Scope, max_docs: int | None = No
     path = db_path(db)
 
     def rebuild() -> tuple[tuple[object, ...], list[okapi.Row]]:  # on a background thread: its own connection
-        from ..store import connect
+        from ..store.sqlite.db import connect
 
         conn = connect(path, readonly=True)
         try:
@@ -236,13 +236,13 @@ def ch_bm25(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Channel:
 
 
 def recrepo_like(db: sqlite3.Connection, scope: Scope, needle: str, limit: int) -> list[tuple[str, float]]:
-    from ..store import turns as turnrepo
+    from ..store.sqlite import turns as turnrepo
 
     return turnrepo.search_like(db, scope, needle, limit)
 
 
 def ch_substring(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig) -> Channel:
-    from ..store import turns as turnrepo
+    from ..store.sqlite import turns as turnrepo
 
     expr = q.trigram
     if expr and recrepo.doc_freqs(mem.db, [])[0] >= SUBSTRING_FROM:

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from ..agent_text import safe
 from ..ingest.signatures import error_signatures
 from ..scope import Scope
-from ..store import recall as recrepo
-from ..store import turns as turnrepo
+from ..store.sqlite import candidates as recrepo
+from ..store.sqlite import turns as turnrepo
 from . import coverage as cov
 from . import packet as pk
 from .channels import coverage_terms

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..scope import Scope
-from ..store import recall as recrepo
+from ..store.sqlite import candidates as recrepo
 from . import coverage as cov
 from . import okapi
 from . import rank as rk

@@ -14,7 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from ..config import ConfigError
 from ..ingest.normalize import InputError
 from ..scope import ScopeError
-from ..store.db import StoreError
+from ..store import StoreError
 from . import API_PREFIX, optional, security
 from .jobs import QueueFull
 from .routes import data, integrations, memories, sources, system

@@ -135,8 +135,8 @@ class SyncProgress:
 def run_index(ctx: JobContext) -> dict[str, Any]:
     """Move turns written in bulk into the trigram (substring) index, a batch per transaction."""
     from ..ingest.deferred import index_rows
-    from ..store.db import transaction
-    from ..store.turns import trigram_backlog
+    from ..store.sqlite.db import transaction
+    from ..store.sqlite.turns import trigram_backlog
 
     db = ctx.mem.db
     total = trigram_backlog(db)
@@ -197,8 +197,8 @@ def sync_key(agents: list[str] | None, full: bool = False) -> str:
 
 def recover(mem: Remem) -> int:
     """Jobs a killed daemon left 'running' go back to the queue (call before workers start)."""
-    from ..store import jobs as jobrepo
-    from ..store.db import transaction
+    from ..store.sqlite import jobs as jobrepo
+    from ..store.sqlite.db import transaction
 
     with transaction(mem.db):
         n = jobrepo.recover(mem.db)

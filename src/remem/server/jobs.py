@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..store import jobs as jobrepo
-from ..store.db import transaction
+from ..store.sqlite import jobs as jobrepo
+from ..store.sqlite.db import transaction
 from ..threads import background_priority
 from .events import EventBus
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..agents import canonical_agent
-from ..store.db import transaction
+from ..store.sqlite.db import transaction
 from .base import ParseStats, Source, home_dir
 from .jsonl_chat import JsonlChatSource, iter_chat_jsonl
 

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agents import canonical_agent
 from ..model import Message, TurnIn
-from ..store.db import transaction
+from ..store.sqlite.db import transaction
 from .base import SOURCES, ParseStats, Source, Unit
 from .turns import TurnAssembler as _Assembler
 

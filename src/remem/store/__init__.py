@@ -1,9 +1,29 @@
-"""Storage: connection and pragmas, forward-only migrations, repositories.
+"""Storage behind one boundary: protocols (``protocols.py``) and one package per engine.
 
-Nothing above this package writes SQL; every read here takes a Scope.
+``open_store(url, home)`` picks the engine from the database URL (``database.url``): ``sqlite:///…``
+(the default) opens ``store/sqlite/``; ``postgresql://…`` is reserved for the team backend.
+SQL, ``sqlite3`` and FTS5 syntax live only below this package (tests/test_architecture.py checks it);
+every read takes a Scope.
 """
 
-from .db import StoreError, connect, transaction
-from .migrations import migrate
+from __future__ import annotations
 
-__all__ = ["StoreError", "connect", "migrate", "transaction"]
+from pathlib import Path
+
+from .errors import StoreError
+from .protocols import Store
+from .url import DatabaseURL, parse
+
+
+def open_store(url: str | DatabaseURL, home: Path, *, readonly: bool = False) -> Store:
+    """The store for ``url`` (a ``DatabaseURL`` or its text, relative paths under ``home``)."""
+    u = url if isinstance(url, DatabaseURL) else parse(url, home)
+    if u.engine == "sqlite":
+        from .sqlite import SqliteStore
+
+        assert u.path is not None
+        return SqliteStore(u.path, readonly=readonly, url=u.safe)
+    raise StoreError(f"{u.safe}: the PostgreSQL backend is not built yet; use sqlite:///remem.db")
+
+
+__all__ = ["DatabaseURL", "Store", "StoreError", "open_store", "parse"]

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..scope import Scope
+from ...scope import Scope
 from .db import db_path
 
 META = ("id, owner, agent, project, session_id, status, importance, access_count, started_at, ended_at, "

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..scope import Scope
+from ...scope import Scope
 
 COLUMNS = ("id, source_key, owner, agent, project, session_id, source_name, kind, request, reply, "
            "actions, actions_json, status, started_at, ended_at, created_at, updated_at, model, size, "

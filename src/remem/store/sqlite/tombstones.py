@@ -14,7 +14,7 @@ import sqlite3
 import time
 from typing import Any
 
-from ..scope import Scope
+from ...scope import Scope
 from .turns import TurnRow
 
 KINDS = ("turn", "session", "source")

@@ -9,8 +9,8 @@ from __future__ import annotations
 import itertools
 import sqlite3
 
-from ..scope import Scope
-from .recall import count_upto, until_write
+from ...scope import Scope
+from .candidates import count_upto, until_write
 
 MAX_COUNT = 2_001       # mention counts are only compared with the hub limit: stop counting past it
 MAX_EDGE_ENTITIES = 12  # pairs grow quadratically: 12 entities → 66 edges per turn

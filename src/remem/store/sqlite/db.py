@@ -9,11 +9,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..errors import StoreError
+
 BUSY_TIMEOUT_MS = 30_000  # long enough that eight concurrent writers never see "locked"
-
-
-class StoreError(RuntimeError):
-    """A storage failure worth one clear line to the user (corrupt file, full disk, read-only)."""
 
 
 def _explain(e: sqlite3.Error, path: Path | str) -> StoreError:

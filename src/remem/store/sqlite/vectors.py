@@ -6,7 +6,7 @@ import sqlite3
 import time
 from typing import Any
 
-from ..scope import Scope
+from ...scope import Scope
 
 
 def put_many(db: sqlite3.Connection, rows: list[tuple[str, str, str, str, int, bytes, str, str, str, str]]) -> None:

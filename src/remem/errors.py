@@ -1,0 +1,11 @@
+"""The one exception root: every error remem raises on purpose is a ``RememError``.
+
+A face (CLI, REST, MCP, hook) catches ``RememError`` and shows its message as one clear line; anything
+else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class RememError(Exception):
+    """An expected failure with a message meant for the user."""

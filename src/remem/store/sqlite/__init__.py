@@ -1,0 +1,60 @@
+"""The SQLite engine: one file, WAL, FTS5 word / CJK / trigram indexes, vectors as BLOBs.
+
+``SqliteStore`` is the ``store.protocols.Store`` of this engine. It keeps one connection per thread
+(SQLite connections are cheap and a connection must not cross threads mid-transaction).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from .db import connect, transaction
+from .migrations import migrate
+
+
+class SqliteStore:
+    engine = "sqlite"
+
+    def __init__(self, path: Path, *, readonly: bool = False, url: str = "") -> None:
+        self.path = Path(path)
+        self.url = url or f"sqlite:///{self.path}"
+        self._readonly = readonly
+        self._local = threading.local()
+
+    @property
+    def key(self) -> str:
+        return str(self.path.resolve()) if self.path.exists() else str(self.path)
+
+    @property
+    def readonly(self) -> bool:
+        return self._readonly
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection (opened on first use). Only code inside ``store/sqlite/`` uses it."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.path, readonly=self._readonly)
+            self._local.conn = conn
+        return conn
+
+    @contextlib.contextmanager
+    def transaction(self, *, wait: bool = True, immediate: bool = True) -> Iterator[sqlite3.Connection]:
+        with transaction(self.conn, wait=wait, immediate=immediate) as c:
+            yield c
+
+    def migrate(self) -> list[str]:
+        return migrate(self.conn)
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+__all__ = ["SqliteStore"]
