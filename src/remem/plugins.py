@@ -38,6 +38,7 @@ BUILTIN = "remem.builtins"
 FAMILIES = ("word", "vector", "other")
 
 log = logging.getLogger("remem.plugins")
+log.addHandler(logging.NullHandler())   # the daemon's log gets the problems; the CLI prints its own line
 T = TypeVar("T")
 
 
@@ -211,7 +212,8 @@ def _add(pm: pluggy.PluginManager, plugin: object, name: str) -> bool:
     except Exception as e:
         if pm.get_plugin(name) is not None:
             pm.unregister(name=name)
-        _problem(name, f"{type(e).__name__}: {e}")
+        hooks = ", ".join(hook for hook, *_ in KINDS.values())
+        _problem(name, f"{type(e).__name__}: {e} (remem's hooks: {hooks})")
         return False
     return True
 
@@ -268,8 +270,8 @@ def _collect(kind: str) -> tuple[dict[str, Any], dict[str, str]]:
             out[n] = obj
             origin[n] = plugin
 
-    # pluggy calls the last registered first; the built-ins come first here, so they keep their names
-    for impl in reversed(getattr(pm.hook, hook_name).get_hookimpls()):
+    # in registration order (pluggy calls them the other way round): the built-ins keep their names
+    for impl in getattr(pm.hook, hook_name).get_hookimpls():
         got: list[tuple[Any, ...]] = []
         try:
             impl.function(**dict.fromkeys(impl.argnames, lambda *args, got=got: got.append(args)))
