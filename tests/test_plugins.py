@@ -307,3 +307,23 @@ def test_bench_is_a_registered_command_and_its_harnesses_import_anywhere(tmp_pat
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert r.returncode == 0, r.stderr
     assert int(r.stdout) >= 15
+
+
+def test_the_quick_look_for_entry_points_never_misses_one(tmp_path, monkeypatch):
+    """Without any ``remem`` entry point the command skips importlib.metadata; it must never skip a
+    real one (a dist-info naming the group, a zip it cannot look into)."""
+    import sys
+
+    site = tmp_path / "site"
+    info = site / "other_tool-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "entry_points.txt").write_text("[console_scripts]\nother = other:main\n")
+    (site / "plain-0.1.dist-info").mkdir()                  # no entry_points.txt at all
+    monkeypatch.setattr(sys, "path", [str(site), str(tmp_path / "missing")])
+    assert plugins._may_declare_entry_points() is False
+    install_plugin(site, "remem-demo-plugin", "remem_demo", DEMO, entry="demo")
+    assert plugins._may_declare_entry_points() is True
+    zipped = tmp_path / "bundle.zip"
+    zipped.write_bytes(b"PK\x05\x06" + b"\0" * 18)
+    monkeypatch.setattr(sys, "path", [str(zipped)])
+    assert plugins._may_declare_entry_points() is True

@@ -18,7 +18,6 @@ are loaded on the first read. The hook path never reads a registry.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
@@ -37,8 +36,6 @@ DISABLE_ENV = "REMEM_NO_PLUGINS"  # "1": built-ins only (tests, a broken plugin 
 BUILTIN = "remem.builtins"
 FAMILIES = ("word", "vector", "other")
 
-log = logging.getLogger("remem.plugins")
-log.addHandler(logging.NullHandler())   # the daemon's log gets the problems; the CLI prints its own line
 T = TypeVar("T")
 
 
@@ -167,6 +164,11 @@ def _problem(plugin: str, message: str) -> None:
     text = f"plugin {plugin!r}: {message}"
     if text not in _problems:
         _problems[text] = None
+        import logging  # only now: the remem command never imports it otherwise
+
+        log = logging.getLogger("remem.plugins")
+        if not log.handlers:
+            log.addHandler(logging.NullHandler())   # the daemon's log gets it; the CLI prints its own line
         log.warning("%s (skipped)", text)
 
 
@@ -188,8 +190,37 @@ def manager() -> pluggy.PluginManager:
         return _pm
 
 
+def _may_declare_entry_points() -> bool:
+    """False only when no installed distribution on ``sys.path`` names the ``remem`` group: a look
+    at the ``entry_points.txt`` files, so that a ``remem`` command without plugins does not pay for
+    importing ``importlib.metadata`` (25 ms). Anything it cannot see through (a zip on the path,
+    an unreadable directory) answers True, and the real lookup decides."""
+    import sys
+
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as it:
+                names = [e.name for e in it if e.name.endswith((".dist-info", ".egg-info"))]
+        except NotADirectoryError:
+            return True                      # a zip archive: importlib.metadata reads inside
+        except OSError:
+            continue                         # a missing directory holds no distribution
+        for name in names:
+            try:
+                with open(os.path.join(entry or ".", name, "entry_points.txt"), encoding="utf-8") as f:
+                    if f"[{GROUP}]" in f.read():
+                        return True
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return True
+    return False
+
+
 def _load_entry_points(pm: pluggy.PluginManager) -> None:
     """``pm.load_setuptools_entrypoints(GROUP)``, one plugin at a time: one that fails is skipped."""
+    if not _may_declare_entry_points():
+        return
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=GROUP):
