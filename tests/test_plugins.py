@@ -73,7 +73,7 @@ def install_plugin(site: Path, dist: str, module: str, source: str, entry: str |
 
 def with_site(site: Path, **extra: str) -> dict[str, str]:
     path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
-    return {"PYTHONPATH": path, **extra}
+    return {"PYTHONPATH": path, "REMEM_NO_PLUGINS": "0", **extra}   # conftest turns plugins off
 
 
 def demo_history(home: Path) -> None:
@@ -327,3 +327,12 @@ def test_the_quick_look_for_entry_points_never_misses_one(tmp_path, monkeypatch)
     zipped.write_bytes(b"PK\x05\x06" + b"\0" * 18)
     monkeypatch.setattr(sys, "path", [str(zipped)])
     assert plugins._may_declare_entry_points() is True
+
+
+def test_the_manager_and_the_built_in_job_kinds(fresh_plugins):
+    from remem.server.jobkinds import HANDLERS
+
+    assert plugins.pm is plugins.manager()
+    assert plugins.job_kinds() == HANDLERS
+    assert plugins.origins("job_kinds") == dict.fromkeys(HANDLERS, "remem.builtins")
+    assert plugins.layers() == {}                     # the contract is there; issue 16 brings the first
