@@ -336,3 +336,15 @@ def test_the_manager_and_the_built_in_job_kinds(fresh_plugins):
     assert plugins.job_kinds() == HANDLERS
     assert plugins.origins("job_kinds") == dict.fromkeys(HANDLERS, "remem.builtins")
     assert plugins.layers() == {}                     # the contract is there; issue 16 brings the first
+
+
+def test_register_called_the_wrong_way_says_how(fresh_plugins):
+    class Wrong:
+        @plugins.hookimpl
+        def register_embedders(self, register):
+            register(lambda **o: None)                   # forgot the name
+
+    plugins.register(Wrong(), "wrong")
+    assert "hash" in plugins.embedders()
+    assert "plugin 'wrong': register_embedders failed: PluginError: register(name, embedder) was called with " \
+           "1 argument(s)" in plugins.problems()

@@ -306,7 +306,7 @@ def _collect(kind: str) -> tuple[dict[str, Any], dict[str, str]]:
         got: list[tuple[Any, ...]] = []
         try:
             impl.function(**dict.fromkeys(impl.argnames, lambda *args, got=got: got.append(args)))
-            items = [entry(*args) for args in got]
+            items = [_call(entry, what, args) for args in got]
         except Exception as e:
             _problem(impl.plugin_name, f"{hook_name} failed: {type(e).__name__}: {e}")
             continue
@@ -318,6 +318,14 @@ def _collect(kind: str) -> tuple[dict[str, Any], dict[str, str]]:
         out[n] = obj
         origin[n] = "runtime"
     return out, origin
+
+
+def _call(entry: Callable[..., tuple[str, Any]], what: str, args: tuple[Any, ...]) -> tuple[str, Any]:
+    want = entry.__code__.co_argcount
+    if len(args) != want:
+        shape = f"(name, {what})" if want == 2 else f"({what})"
+        raise PluginError(f"register{shape} was called with {len(args)} argument(s)")
+    return entry(*args)
 
 
 def _registry(kind: str) -> dict[str, Any]:
