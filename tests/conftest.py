@@ -42,6 +42,8 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
         monkeypatch.delenv(var, raising=False)
     # tests never load the real model unless they ask for it
     monkeypatch.setenv("REMEM_EMBEDDING_MODEL", "hash")
+    # a plugin installed on the developer's machine never changes a result (test_plugins.py turns them on)
+    monkeypatch.setenv("REMEM_NO_PLUGINS", "1")
 
 
 @pytest.fixture

@@ -114,3 +114,34 @@ def test_no_sql_outside_the_store():
         f"  {k}: {v}" for k, v in new.items())
     clean = sorted(PENDING - set(offenders))
     assert not clean, f"no SQL left in {clean}: remove them from PENDING"
+
+
+# -- the plugin contract -----------------------------------------------------------------------
+
+def test_every_registered_channel_declares_its_gate():
+    """No channel without a spec: each one recall can run is registered with a gate, family, weight
+    and layer (a channel missing from the gate used to never reach a packet, silently)."""
+    from remem import plugins
+    from remem.recall.config import CHANNELS, DEFAULT
+
+    specs = plugins.recall_channels()
+    assert set(CHANNELS) <= set(specs), f"channels without a spec: {set(CHANNELS) - set(specs)}"
+    assert set(DEFAULT.weights) <= set(specs)
+    for name, spec in specs.items():
+        assert spec.name == name
+        assert isinstance(spec.gated, bool), f"{name}: does the packet gate apply?"
+        assert spec.family in plugins.FAMILIES and spec.layer and isinstance(spec.weight, int | float), name
+    assert plugins.problems() == []
+
+
+def test_every_extension_point_is_a_hook():
+    from remem import hookspecs, plugins
+
+    assert sorted(hook for hook, *_ in plugins.KINDS.values()) == sorted(hookspecs.spec_names())
+
+
+def test_the_hook_path_never_loads_the_plugin_manager():
+    code = ("import sys; import remem.hook, remem.integrations.runtime, remem.integrations, remem.sources, "
+            "remem.plugins; assert 'pluggy' not in sys.modules, 'pluggy imported'")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

@@ -165,7 +165,7 @@ def test_hook_process_stays_light(tmp_path, seeded):
         "sys.argv = ['remem.hook', 'claude-code', 'UserPromptSubmit']\n"
         "from remem.hook import main\n"
         "main()\n"
-        "bad = sorted({'jieba', 'fastapi', 'uvicorn', 'click', 'starlette', 'pydantic'} & set(sys.modules))\n"
+        "bad = sorted({'jieba', 'fastapi', 'uvicorn', 'click', 'starlette', 'pydantic', 'pluggy'} & set(sys.modules))\n"
         "assert not bad, bad\n"
         "assert not any(m.startswith('remem.index.embed') or m.startswith('remem.server') for m in sys.modules)\n"
         "print('NUMPY_VIA_VECTORS' if 'remem.index.vectors' in sys.modules else '', 'numpy' in sys.modules)\n"

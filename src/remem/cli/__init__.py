@@ -1,4 +1,5 @@
-"""The ``remem`` command. Each command group lives in its own module and registers here."""
+"""The ``remem`` command. Each command group lives in its own module; they and any plugin's commands
+register through the ``register_commands`` hook (``remem.builtins``, docs/plugins.md)."""
 
 from __future__ import annotations
 
@@ -93,27 +94,30 @@ def cli(ctx: click.Context, home: str | None) -> None:
 
 
 def _register() -> None:
-    from . import data, memory
+    """Every subcommand comes from the plugin contract (``register_commands``): the built-in groups of
+    this package (``remem.builtins``) and any plugin's."""
+    from .. import plugins
 
-    for mod in (memory, data):
-        for cmd in mod.COMMANDS:
-            cli.add_command(cmd)
-    # optional groups added by later modules
-    import importlib
-
-    for name in ("sync", "recall", "service", "hooks", "bench"):
-        try:
-            mod = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{name}":
-                raise
-            continue
-        for cmd in mod.COMMANDS:
-            cli.add_command(cmd)
+    for command in plugins.cli_commands().values():
+        cli.add_command(command)
 
 
 _register()
 
 
+def _warn_plugins(seen: set[str]) -> None:
+    from .. import plugins
+
+    for problem in plugins.problems():
+        if problem not in seen:
+            seen.add(problem)
+            click.echo(f"remem: warning: {problem} (skipped)", err=True)
+
+
 def main() -> None:
-    cli(prog_name="remem")
+    seen: set[str] = set()
+    _warn_plugins(seen)
+    try:
+        cli(prog_name="remem")
+    finally:
+        _warn_plugins(seen)    # a registry first read by the command (sources, embedders, ...)

@@ -37,14 +37,17 @@ import threading
 import urllib.error
 import urllib.request
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..plugins import Registry
+
 __all__ = [
+    "BUILTIN",
     "DEFAULT_EMBEDDER",
     "E5SmallEmbedder",
     "EMBEDDERS",
@@ -623,25 +626,26 @@ def _error_detail(e: urllib.error.HTTPError) -> str:
 
 # ----------------------------------------------------------------------- registry
 
-#: name -> factory(**options) -> Embedder. Extend with :func:`register_embedder`.
-EMBEDDERS: dict[str, Callable[..., Embedder]] = {}
+#: the built-in models; ``remem.builtins`` registers them through the plugin contract
+BUILTIN: dict[str, Callable[..., Embedder]] = {
+    "hash": HashEmbedder, "use-m3": UseM3Embedder, "minilm": MiniLMEmbedder, "e5-small": E5SmallEmbedder,
+    "openai": OpenAIEmbedder,
+}
+
+#: name -> factory(**options) -> Embedder: the plugins' (the ``register_embedders`` hook) and those
+#: added in this process with :func:`register_embedder`
+EMBEDDERS: MutableMapping[str, Callable[..., Embedder]] = Registry("embedders")
 
 
 def register_embedder(name: str) -> Callable[[Callable[..., Embedder]], Callable[..., Embedder]]:
-    """Decorator: make a factory available to :func:`get_embedder` under ``name``."""
+    """Decorator: make a factory available to :func:`get_embedder` under ``name`` in this process
+    (a package adds one for good with the ``register_embedders`` hook, docs/plugins.md)."""
 
     def deco(factory: Callable[..., Embedder]) -> Callable[..., Embedder]:
         EMBEDDERS[name] = factory
         return factory
 
     return deco
-
-
-register_embedder("hash")(HashEmbedder)
-register_embedder("use-m3")(UseM3Embedder)
-register_embedder("minilm")(MiniLMEmbedder)
-register_embedder("e5-small")(E5SmallEmbedder)
-register_embedder("openai")(OpenAIEmbedder)
 
 
 def get_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder:

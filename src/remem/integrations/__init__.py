@@ -2,7 +2,8 @@
 
 The daemon, the viewer and the CLI use these four functions; ``python -m remem.hook`` (the hook
 runtime, :mod:`remem.integrations.runtime`) is what the agents run. This module stays light: the
-installers are imported only when one of the functions is called.
+installers (and the plugin contract that registers them) are imported only when one of the
+functions is called.
 
     install(mem, "codex")          -> {"agent", "action", "status", "changed", "notes", ...}
     remove(mem, "codex")           -> the same shape
@@ -49,13 +50,19 @@ def _context(mem: Remem | None, env: Mapping[str, str] | None) -> Context:
     return Context(env=env, remem_home=home, pin_home=pin)
 
 
-def _installer(agent: str) -> Any:
-    from .installers import INSTALLERS
+def _installers() -> dict[str, Any]:
+    """Every integration (built-in and from plugins; ``remem.plugins``)."""
+    from .. import plugins
 
+    return plugins.installers()
+
+
+def _installer(agent: str) -> Any:
+    known = _installers()
     cid = canonical_agent(agent)
-    if cid not in INSTALLERS:
-        raise ValueError(f"no integration for agent {agent!r}; known: {', '.join(INSTALLERS)}")
-    return INSTALLERS[cid]
+    if cid not in known:
+        raise ValueError(f"no integration for agent {agent!r}; known: {', '.join(known)}")
+    return known[cid]
 
 
 def install(mem: Remem | None, agent: str, *, replace: bool | None = None,
@@ -104,10 +111,8 @@ def remove(mem: Remem | None, agent: str, *, env: Mapping[str, str] | None = Non
 def status(mem: Remem | None, agents: list[str] | None = None, *,
            env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Per agent: detected on this machine, installed (fully / partly), hooks and files found."""
-    from .installers import INSTALLERS
-
     ctx = _context(mem, env)
-    names = [canonical_agent(a) for a in agents] if agents else list(INSTALLERS)
+    names = [canonical_agent(a) for a in agents] if agents else list(_installers())
     out = []
     for name in names:
         inst = _installer(name)
@@ -118,7 +123,5 @@ def status(mem: Remem | None, agents: list[str] | None = None, *,
 
 def detected_agents(env: Mapping[str, str] | None = None) -> list[str]:
     """Agents that look present here (config dir exists or binary on PATH), in canonical order."""
-    from .installers import INSTALLERS
-
     ctx = _context(None, env)
-    return [name for name, inst in INSTALLERS.items() if inst.detect(ctx)]
+    return [name for name, inst in _installers().items() if inst.detect(ctx)]

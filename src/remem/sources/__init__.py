@@ -2,8 +2,9 @@
 
 The sync engine uses this package through a small surface:
 
-* :data:`SOURCES` — every known source by canonical agent id; :func:`register_source` /
-  :func:`register_custom` add more.
+* :data:`SOURCES` — every known source by canonical agent id: :data:`BUILTIN` and the plugins'
+  (the ``register_sources`` hook, :mod:`remem.plugins`); :func:`register_source` /
+  :func:`register_custom` add more in one process.
 * ``source.discover(env)`` → history roots; ``source.list_units(root, stats)`` → units with a
   stable ``key`` and a ``fingerprint`` (size, mtime); ``source.read(unit, stats)`` → a stream
   of :class:`~remem.model.Message`. :func:`scan` does discover + list for one source.
@@ -30,11 +31,12 @@ from .base import (
 from .jsonl_chat import JsonlChatSource, custom_source, register_custom
 from .turns import AssembleResult, TurnAssembler, assemble_turns
 
-for _src in (claude_code.SOURCE, codex.SOURCE, cursor.SOURCE, opencode.SOURCE, openclaw.SOURCE,
-             hermes.SOURCE, gemini.SOURCE, jsonl_chat.WORKBUDDY, jsonl_chat.PI, jsonl_chat.QWENWORK):
-    register_source(_src, replace=True)
+#: the built-in sources, in listing order; ``remem.builtins`` registers them through the plugin contract
+BUILTIN: tuple[Source, ...] = (
+    claude_code.SOURCE, codex.SOURCE, cursor.SOURCE, opencode.SOURCE, openclaw.SOURCE,
+    hermes.SOURCE, gemini.SOURCE, jsonl_chat.WORKBUDDY, jsonl_chat.PI, jsonl_chat.QWENWORK)
 
 __all__ = [
-    "SOURCES", "AssembleResult", "JsonlChatSource", "ParseStats", "Source", "SourceSpec", "TurnAssembler", "Unit",
+    "BUILTIN", "SOURCES", "AssembleResult", "JsonlChatSource", "ParseStats", "Source", "SourceSpec", "TurnAssembler", "Unit",
     "assemble_turns", "custom_source", "get_source", "read_all", "register_custom", "register_source", "scan",
 ]

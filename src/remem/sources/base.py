@@ -14,7 +14,7 @@ import json
 import os
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from remem.agents import canonical_agent
 from remem.model import Message
+from remem.plugins import Registry
 
 #: seconds a read-only SQLite open waits on a writer's lock before the unit is counted as locked
 SQLITE_TIMEOUT = 1.0
@@ -144,8 +145,9 @@ class Source(Protocol):
 
 SourceSpec = Source
 
-#: every known source by canonical agent id; filled by ``remem.sources`` and ``register_source``
-SOURCES: dict[str, Source] = {}
+#: every known source by canonical agent id: the plugins' (``register_sources``, the built-ins listed
+#: in ``remem.sources.BUILTIN``) and those added with ``register_source``
+SOURCES: MutableMapping[str, Source] = Registry("sources")
 
 
 def register_source(source: Source, *, replace: bool = False) -> Source:

@@ -2,11 +2,15 @@
 
 Each installer follows :class:`~remem.integrations.installers.base.Installer`: ``detect``,
 ``install(replace=)``, ``remove``, ``status``. Add an agent by writing a module and listing its
-installer in ``INSTALLERS``.
+installer in ``BUILTIN`` (``remem.builtins`` registers them); a package adds one with the
+``register_installers`` hook (docs/plugins.md). ``INSTALLERS`` is the live registry of both.
 """
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
+
+from ...plugins import Registry
 from .base import Installer
 from .claude_code import ClaudeCode
 from .codex import Codex
@@ -17,7 +21,11 @@ from .openclaw import OpenClaw
 from .opencode import OpenCode
 from .skill_only import PI, QWENWORK, WORKBUDDY
 
-INSTALLERS: dict[str, Installer] = {i.agent: i for i in (
-    ClaudeCode(), Codex(), Cursor(), OpenCode(), OpenClaw(), Hermes(), Gemini(), WORKBUDDY, PI, QWENWORK)}
+#: the built-in integrations, in listing order
+BUILTIN: tuple[Installer, ...] = (
+    ClaudeCode(), Codex(), Cursor(), OpenCode(), OpenClaw(), Hermes(), Gemini(), WORKBUDDY, PI, QWENWORK)
 
-__all__ = ["INSTALLERS", "Installer"]
+#: every integration by canonical agent id (built-in and from plugins)
+INSTALLERS: MutableMapping[str, Installer] = Registry("installers")
+
+__all__ = ["BUILTIN", "INSTALLERS", "Installer"]
