@@ -9,6 +9,7 @@ Cannot find module" is a paste). Pure functions; EN and ZH.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ..ingest.signatures import error_signatures
 
@@ -69,6 +70,7 @@ def _machine(line: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=4096)
 def user_voice(text: str) -> str:
     """The parts of a user message the user wrote as instruction or statement, one line each."""
     if not text:

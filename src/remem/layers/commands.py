@@ -6,6 +6,7 @@ Pure helpers shared by the procedure and world-model extractors.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ..ingest.signatures import error_signatures
 from .types import Action
@@ -94,7 +95,11 @@ def outcome(action: Action) -> str:
     """"ok", "failed" or "" (unknown) for a shell action."""
     if action.status in ("ok", "failed"):
         return action.status
-    out = action.output or ""
+    return _judge(action.output or "")
+
+
+@lru_cache(maxsize=8192)
+def _judge(out: str) -> str:
     if not out.strip():
         return ""
     tail = out[-3000:]
@@ -106,4 +111,9 @@ def outcome(action: Action) -> str:
 
 
 def signatures(action: Action) -> list[str]:
-    return error_signatures(action.output[-6000:] if action.output else "", limit=3)
+    return list(_sigs(action.output[-6000:] if action.output else ""))
+
+
+@lru_cache(maxsize=8192)
+def _sigs(tail: str) -> tuple[str, ...]:
+    return tuple(error_signatures(tail, limit=3))

@@ -16,9 +16,17 @@ from .types import Action, Evidence, Observation, Turn
 
 LOOKAHEAD_TURNS = 2          # the fix must pass in the same turn or the next two
 MAX_STEPS = 6
-_EXPLAIN = re.compile(r"[^.\n]{0,200}\b(?:because|the (?:issue|problem|error) (?:is|was)|caused by|need(?:s|ed)? to|"
-                      r"fix(?:ed)? (?:it|this|the)|instead)\b[^.\n]{0,200}[.\n]|[^。\n]{0,80}(?:因为|原因是|问题是|需要)[^。\n]{0,80}[。\n]",
-                      re.I)
+_EXPLAIN = re.compile(r"\b(?:because|the (?:issue|problem|error) (?:is|was)|caused by|instead)\b|因为|原因是|问题是", re.I)
+
+
+def explanation(reply: str) -> str:
+    """The sentence of the assistant's reply that says why (first 'because' / 'the issue is' / 因为)."""
+    m = _EXPLAIN.search(reply[:20000])
+    if not m:
+        return ""
+    start = max(reply.rfind(".", 0, m.start()), reply.rfind("\n", 0, m.start()), reply.rfind("。", 0, m.start())) + 1
+    ends = [i for i in (reply.find(".", m.end()), reply.find("\n", m.end()), reply.find("。", m.end())) if i >= 0]
+    return reply[start:min(ends) if ends else len(reply)].strip()[:240]
 
 
 def _shell(a: Action) -> bool:
@@ -60,10 +68,7 @@ def procedure_observations(session_turns: list[Turn]) -> list[Observation]:
                     continue
                 if res == "ok":
                     turn = session_turns[tj]
-                    explain = ""
-                    m = _EXPLAIN.search(session_turns[ti].reply or "") or _EXPLAIN.search(turn.reply or "")
-                    if m:
-                        explain = m.group(0).strip()[:240]
+                    explain = explanation(session_turns[ti].reply or "") or explanation(turn.reply or "")
                     if not steps and b.command.strip() == a.command.strip():
                         break        # the same command passing again is a flake, not a fix
                     sig = sigs[0]
