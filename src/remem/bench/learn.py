@@ -27,7 +27,7 @@ from ..layers.types import Memory
 from .specstory_min import read_project
 
 RULE_GROUP = ("preference", "convention", "decision", "correction")
-WORLD_SLOTS = ("cmd.test", "cmd.build", "cmd.run", "pkg.manager")
+WORLD_SLOTS = ("cmd.test", "cmd.build", "cmd.run", "cmd.lint", "pkg.manager")
 JUDGED = ("preference", "convention", "decision", "procedure", "fact")
 
 
@@ -89,7 +89,12 @@ def run(data: str, labels_dir: str | None, projects: list[str] | None = None) ->
         if lab_path and os.path.exists(lab_path):
             with open(lab_path, encoding="utf-8") as f:
                 lab = json.load(f)
-            items = lab.get("items", [])
+            items = list(lab.get("items", []))
+            have = {i.get("_slot") for i in items}
+            for slot, val in (lab.get("_world") or {}).items():   # expected world slots are items too
+                if slot not in have:
+                    items.append({"iid": f"{p}-world-{slot}", "kind": "fact", "_slot": slot, "_value": val,
+                                  "evidence": []})
             row["active_pr"] = _pr(active, items)
             row["candidate_pr"] = _pr(cands, items)
             all_act += [(m, items) for m in active]

@@ -102,9 +102,11 @@ def activation(m: Memory) -> str:
     if m.kind == "working_state":
         return "active"
     sessions = len(m.sessions)
+    if m.slot.startswith(CANDIDATE_SLOTS):
+        return "candidate"
     if m.kind == "fact":
-        if m.data.get("stated"):
-            return "active"
+        if m.data.get("stated") or m.from_user:
+            return "active"          # the user said it (a statement, or a command they ran themselves)
         return "active" if sessions >= ACTIVE_SESSIONS and len(m.evidence) >= 2 else "candidate"
     if m.kind == "procedure":
         sig = str(m.data.get("trigger", {}).get("signature", ""))

@@ -188,10 +188,14 @@ def rule_observations(turn: Turn, prev: Turn | None = None,
                 continue
             explicit = general or cue or repeat
             kind = _rule_kind(s)
+            if cue and not (prohibit or oblige) and re.search(r"\b(?:remember|keep in mind) that\b", s, re.I) \
+                    and not re.search(r"\b(?:want|should|must|need|use|using|prefer)\b", s, re.I):
+                kind = "fact"           # "remember that X runs during init": a stated fact
             t = terms(s)
             out.append(Observation(kind=kind, key="rule:" + _hash(*sorted(t)), text=s, project=turn.project,
                                    evidence=_evidence(turn, explicit), polarity=-1 if prohibit else 1,
-                                   terms=t, data={"anchors": sorted(anc), "correction": correction}))
+                                   terms=t, data={"anchors": sorted(anc), "correction": correction,
+                                                  "stated": kind == "fact"}))
             continue
         dm = _DECISION_EN.search(s) or _DECISION_ZH.search(s)
         if dm and (anc or _REASON.search(s)) and "?" not in s and "？" not in s:

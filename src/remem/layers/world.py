@@ -32,6 +32,7 @@ _USER_FACT_EN = re.compile(
     r"\b(?:this|the|our|my) (?:project|app|application|repo|repository|frontend|backend|api|server|site|"
     r"database|db|library|codebase) (?:uses|is built (?:with|on)|runs on|is written in|is based on|is a)\b", re.I)
 _USER_FACT_ZH = re.compile(r"(?:本项目|这个项目|该项目|项目|前端|后端|数据库)(?:的)?(?:前端|后端|数据库)?(?:使用|用的是|采用|基于|是)")
+_USER_CMD = re.compile(r"\b(npm|pnpm|yarn|bun|uv|poetry|dotnet) (?:run|install|add|ci|test|build|sync)\b", re.I)
 MIN_LANG_FILES = 5
 WORKING_STATE_CHARS = 500
 WORKING_STATE_DAYS = 7
@@ -81,7 +82,7 @@ def world_observations(turns: list[Turn]) -> list[Observation]:
                     if head in _PM_PREFIX and (cat or head in ("npm", "bun", "pnpm", "yarn", "uv", "dotnet")):
                         pm[_PM_PREFIX[head]] += 1
                         pm_ev[_PM_PREFIX[head]].append(_ev(t))
-                    if cat in ("test", "build", "run", "lint") and res == "ok":
+                    if cat in ("test", "build", "run", "lint") and res == "ok" and " " in fam:
                         runs[cat][fam] += 1
                         run_ev[f"{cat}\x1f{fam}"].append(_ev(t))
                 o = _os_of(a.command + "\n" + a.output[:2000])
@@ -98,6 +99,9 @@ def world_observations(turns: list[Turn]) -> list[Observation]:
                     pm[_LOCKS[name]] += 2
                     pm_ev[_LOCKS[name]].append(_ev(t))
                 ext = name.rsplit(".", 1)[-1] if "." in name else ""
+                if ext in ("csproj", "sln", "fsproj") or name in ("directory.packages.props", "global.json"):
+                    pm["dotnet"] += 1
+                    pm_ev["dotnet"].append(_ev(t))
                 if ext in _EXT_LANG:
                     langs[_EXT_LANG[ext]] += 1
                     lang_ev[_EXT_LANG[ext]].append(_ev(t))
@@ -109,6 +113,9 @@ def world_observations(turns: list[Turn]) -> list[Observation]:
                 if o:
                     oses[o] += 1
                     os_ev[o].append(_ev(t))
+        for cm in _USER_CMD.finditer(t.request[:4000]):
+            pm[_PM_PREFIX[cm.group(1).lower()]] += 1
+            pm_ev[_PM_PREFIX[cm.group(1).lower()]].append(_ev(t, "user"))
         for s in sentences(user_voice(t.request)):
             if len(s) <= 240 and (_USER_FACT_EN.search(s) or _USER_FACT_ZH.search(s)) and "?" not in s \
                     and "？" not in s and not s.lower().startswith(("does", "is ", "why", "how", "what")):
