@@ -129,7 +129,7 @@ def read_session(project: str, path: str) -> list[Turn]:
         req, stop = user_request(lines)
         rest = lines[stop:]
         hm = _HEAD_TIME.search(lines[0])
-        ts = datetime(*map(int, hm.groups()), tzinfo=UTC).timestamp() if hm else (  # type: ignore[misc]
+        ts = datetime(*map(int, hm.groups()), tzinfo=UTC).timestamp() if hm else (  # type: ignore[misc,arg-type]
             start + k if start is not None else None)
         reply = "\n".join(x for x in rest if not x.startswith("```"))[:20000]
         turns.append(Turn(id=f"{name}#{k}", session=name, request=req, reply=reply, actions=actions_of(rest),

@@ -100,10 +100,10 @@ def user_voice(text: str) -> str:
     return "\n".join(out)
 
 
-_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Za-z\u3400-\u9fff`\"'(])|[。！？；;\n]+|(?<=[\u3400-\u9fff])[，,]\s*(?=(?:但|而|并且|另外|然后))")
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Za-z\u3400-\u9fff`\"'(])|(?<=[。！？；;])|\n+|(?<=[\u3400-\u9fff])[，,]\s*(?=(?:但|而|并且|另外|然后))")
 
 
 def sentences(text: str) -> list[str]:
     """Split the user's voice into sentences (EN punctuation followed by space; CJK punctuation)."""
-    parts = [p.strip(" \t-*•,，") for p in _SPLIT.split(text or "")]
+    parts = [p.strip(" \t-*•,，。；;") for p in _SPLIT.split(text or "") if p]
     return [p for p in parts if len(_LETTER.findall(p)) >= 2]

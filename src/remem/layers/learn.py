@@ -42,14 +42,18 @@ def _time_order(turns: list[Turn]) -> list[Turn]:
     return list(turns)
 
 
+MIN_EXPORT_BODY = 200         # short identical turns ("continue", no reply) are real repeats, not re-exports
+
+
 def dedup_exports(turns: list[Turn]) -> list[Turn]:
     """Drop turns that repeat an earlier turn of another session word for word (request and reply):
     re-exports of one chat (SpecStory writes overlapping files) are not a second session's evidence."""
     seen: dict[str, str] = {}
     out = []
     for t in turns:
-        h = hashlib.sha1((t.request + "\x1f" + (t.reply or "")[:4000]).encode()).hexdigest()
-        if h in seen and seen[h] != t.session and t.request.strip():
+        body = (t.reply or "")[:4000] + "".join(a.command + a.path + a.output[:200] for a in t.actions)
+        h = hashlib.sha1((t.request + "\x1f" + body).encode()).hexdigest()
+        if h in seen and seen[h] != t.session and t.request.strip() and len(body) >= MIN_EXPORT_BODY:
             continue
         seen.setdefault(h, t.session)
         out.append(t)
