@@ -13,6 +13,18 @@ _PATTERNS = [
     re.compile(r"\b((?:command not found|No such file or directory|Permission denied)[^\n]{0,60})"),
     re.compile(r"\b(exit (?:code|status) \d+)", re.I),
     re.compile(r"\b(TS\d{4}: [^\n]{0,120})"),
+    # added for learning (layers/procedures.py): the errors most frequent on real agent histories
+    re.compile(r"\b((?:IDE|CS|CA|NU|MSB|NETSDK|SA|BC|FS|CSC)\d{4}\b:?[^\n]{0,100})"),   # .NET / NuGet / MSBuild
+    re.compile(r"(FAILED [\w./\\-]+::[\w\[\]./:-]+)"),                             # pytest
+    re.compile(r"(\u25cf [^\n]{1,120})"),                                              # jest / vitest "●"
+    re.compile(r"(undefined: [A-Za-z_][\w.]*)"),                                        # Go
+    re.compile(r"(cannot find symbol[^\n]{0,80})"),                                     # javac
+    re.compile(r"(Failed to resolve import [^\n]{0,100})"),                             # Vite
+    re.compile(r"(Module not found: [^\n]{0,120})"),                                    # webpack / Next.js
+    re.compile(r"(Cannot find module [^\n]{0,100})"),                                   # node / bun / tsc
+    re.compile(r"(The token '&&' is not a valid statement separator)"),                  # PowerShell 5
+    re.compile(r"(?m)^\s*(error: [^\n]{5,120})"),                                        # cargo, bun, git, clang
+    re.compile(r"\b(Build FAILED\.?)"),                                                 # MSBuild
 ]
 _NUM = re.compile(r"\b0x[0-9a-f]+\b|\b\d+\b", re.I)
 _QUOTED = re.compile(r"(['\"`])[^'\"`\n]{1,80}\1")

@@ -1,0 +1,109 @@
+"""What of a user message is the user's own voice.
+
+Pasted logs, stack traces, compiler and test output, code blocks, quoted text, tables, slash
+commands, agent-inserted templates and pasted assistant answers are not: on real histories they are
+the largest source of false rules ("Do NOT edit the plan file itself" is Cursor's template, "error:
+Cannot find module" is a paste). Pure functions; EN and ZH.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ..ingest.signatures import error_signatures
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_LETTER = re.compile(r"[A-Za-z\u3400-\u9fff\uf900-\ufaff]")
+_URL = re.compile(r"@?https?://\S+")
+_MENTION = re.compile(r"(?<![\w`])@[\w./\\:-]+(?::\d+(?:-\d+)?)?")
+# lines that are machine output, not a person writing
+_MACHINE = [
+    re.compile(r"^\s*\[?\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\]?"),                      # [13:37:51.815] log stamps
+    re.compile(r"^\s*\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}"),                          # ISO log stamps
+    re.compile(r"^\s*at [\w$.<>\[\]]+ ?\(?.*[:(]\d+"),                            # JS / Java / .NET frames
+    re.compile(r"^\s*File \"[^\"]+\", line \d+"),                                 # Python frames
+    re.compile(r"^\s*Traceback \(most recent call last\)"),
+    re.compile(r"^\s*(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL)\b[:\]]"),
+    re.compile(r"^\s*(?:npm (?:ERR!|WARN)|error TS\d+|warning [A-Z]+\d+)"),
+    re.compile(r"^\s*(?:\$|>|PS [A-Z]:\\[^>]*>|[\w.-]+@[\w.-]+:[^$]*\$|[A-Z]:\\[^>]*>)\s"),  # prompts
+    re.compile(r"^\s*[A-Za-z]:\\\S+"),                                            # C:\path lines
+    re.compile(r"^\s*(?:/[\w.@+-]+){2,}\S*(?::\d+)"),                              # /path:line
+    re.compile(r"\(\d+,\d+\): (?:error|warning) "),                               # MSBuild diagnostics
+    re.compile(r"^\s*\|.*\|\s*$"),                                                # markdown tables
+    re.compile(r"\t\S+\t"),                                                       # tab-separated (IDE lists)
+    re.compile(r"^\s*[-+]{3,}|^\s*[=~*#-]{5,}\s*$"),                              # rules, diff headers
+    re.compile(r"^\s*[{}\[\]();,]+\s*$"),                                         # brace-only lines
+    re.compile(r"^\s*(?:import|from|export|const|let|var|function|class|def|public|private|"
+               r"using|namespace|return|if|for|while|#include)\b[^\u3400-\u9fff]*[;{}()=:]\s*$"),
+    re.compile(r"^\s*(?:\d+\s*\|)|^\s*>\s*\d+\s*\|"),                             # code frames "12 | ..."
+    re.compile(r"^\s*(?:[✓✗×✔✘●○◯•▶]|\d+ (?:pass|fail|passed|failed|errors?|warnings?)\b)"),
+]
+_QUOTE = re.compile(r"^\s*>")
+_HEADING = re.compile(r"^\s*#{1,6}\s")
+_SLASH = re.compile(r"^\s*/[A-Za-z][\w-]*(?:\s+[A-Z][\w-]*)*\s*")
+# templates an agent or IDE writes into the user's turn
+_TEMPLATES = [
+    re.compile(r"Implement the plan as specified.*", re.S),
+    re.compile(r"To-do's from the plan have already been created.*", re.S),
+    re.compile(r"For the code present, we get this error:.*", re.S),
+    re.compile(r"^Fix this bug\.\.\..*", re.S),
+    re.compile(r"<(?:command-name|command-message|command-args|local-command-stdout|system-reminder)>.*?"
+               r"</(?:command-name|command-message|command-args|local-command-stdout|system-reminder)>", re.S),
+    re.compile(r"^Explore the codebase structure of .*", re.S),
+]
+LONG_MESSAGE_LINES = 15      # longer messages are mostly pasted material: keep their head and tail
+KEEP_EDGE_LINES = 3
+MAX_LINE = 400               # a single line longer than this is a paste (minified output, a log line)
+
+
+def _machine(line: str) -> bool:
+    if any(p.search(line) for p in _MACHINE):
+        return True
+    letters = len(_LETTER.findall(line))
+    visible = len(line.strip())
+    if visible and letters / visible < 0.5:                    # symbols, numbers, hashes
+        return True
+    if not _CJK.search(line) and error_signatures(line, limit=1):
+        return True
+    return False
+
+
+@lru_cache(maxsize=4096)
+def user_voice(text: str) -> str:
+    """The parts of a user message the user wrote as instruction or statement, one line each."""
+    if not text:
+        return ""
+    for tpl in _TEMPLATES:
+        text = tpl.sub("", text)
+    out: list[str] = []
+    in_fence = False
+    for raw in text.replace("\r", "").split("\n"):
+        if _FENCE.match(raw):
+            in_fence = not in_fence
+            continue
+        if in_fence or raw.startswith(("    ", "\t")) or _QUOTE.match(raw) or _HEADING.match(raw):
+            continue
+        line = raw.strip()
+        if not line or len(line) > MAX_LINE:
+            continue
+        if _machine(line):
+            continue
+        line = _SLASH.sub("", line) if not out else line
+        line = _MENTION.sub(" ", _URL.sub(" ", line))
+        line = re.sub(r"\s+", " ", line).strip()
+        if len(_LETTER.findall(line)) >= 2:
+            out.append(line)
+    if len(out) > LONG_MESSAGE_LINES:
+        out = out[:KEEP_EDGE_LINES] + out[-KEEP_EDGE_LINES:]
+    return "\n".join(out)
+
+
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Za-z\u3400-\u9fff`\"'(])|(?<=[。！？；;])|\n+|(?<=[\u3400-\u9fff])[，,]\s*(?=(?:但|而|并且|另外|然后))")
+
+
+def sentences(text: str) -> list[str]:
+    """Split the user's voice into sentences (EN punctuation followed by space; CJK punctuation)."""
+    parts = [p.strip(" \t-*•,，。；;") for p in _SPLIT.split(text or "") if p]
+    return [p for p in parts if len(_LETTER.findall(p)) >= 2]

@@ -1,0 +1,104 @@
+"""The learning pass: turns in, learned memories out (pure; the store wiring calls it).
+
+``learn(turns)`` orders the turns by time, runs every extractor per project and per session,
+folds the observations into memories and settles their lifecycle. The result depends only on
+the turns (and on ``locked`` / ``rejected`` decisions passed back in), so ``remem learn --rebuild``
+is this function over the stored turns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+
+from .lifecycle import fold, resolve
+from .procedures import procedure_observations
+from .rules import rule_observations
+from .types import Memory, Observation, Turn
+from .world import working_state, world_observations
+
+_WORD = re.compile(r"[a-z][a-z0-9_-]{3,}")
+_COMMON = frozenset("""this that with from have when what where which there their they them then than into
+only also just more most some such each other about after before could would should will your code file
+files test tests user users data main index src lib docs readme json yaml true false none null string""".split())
+
+
+def project_vocab(turns: Iterable[Turn]) -> frozenset[str]:
+    """Words of a project's own paths and commands: 'tied to a project term' means one of these."""
+    words: dict[str, int] = defaultdict(int)
+    for t in turns:
+        for a in t.actions:
+            for w in _WORD.findall((a.path + " " + a.command).lower().replace("\\", "/")):
+                words[w] += 1
+    return frozenset(w for w, n in words.items() if n >= 3 and w not in _COMMON)
+
+
+def _time_order(turns: list[Turn]) -> list[Turn]:
+    """By time when every turn has one (stable), else in the order given."""
+    if all(t.ts is not None for t in turns):
+        return sorted(turns, key=lambda t: t.ts or 0.0)
+    return list(turns)
+
+
+MIN_EXPORT_BODY = 200         # short identical turns ("continue", no reply) are real repeats, not re-exports
+
+
+def dedup_exports(turns: list[Turn]) -> list[Turn]:
+    """Drop turns that repeat an earlier turn of another session word for word (request and reply):
+    re-exports of one chat (SpecStory writes overlapping files) are not a second session's evidence."""
+    seen: dict[str, str] = {}
+    out = []
+    for t in turns:
+        body = (t.reply or "")[:4000] + "".join(a.command + a.path + a.output[:200] for a in t.actions)
+        h = hashlib.sha1((t.request + "\x1f" + body).encode()).hexdigest()
+        if h in seen and seen[h] != t.session and t.request.strip() and len(body) >= MIN_EXPORT_BODY:
+            continue
+        seen.setdefault(h, t.session)
+        out.append(t)
+    return out
+
+
+def observe(turns: list[Turn]) -> list[Observation]:
+    """Every extractor over the turns of one project, in time order."""
+    turns = dedup_exports(turns)
+    vocab = project_vocab(turns)
+    obs: list[Observation] = []
+    by_session: dict[str, list[Turn]] = defaultdict(list)
+    prev: Turn | None = None
+    for t in turns:
+        same = prev is not None and prev.session == t.session
+        obs.extend(rule_observations(t, prev if same else None, vocab))
+        by_session[t.session].append(t)
+        prev = t
+    for sess in by_session.values():
+        obs.extend(procedure_observations(sess))
+        ws = working_state(sess)
+        if ws is not None:
+            obs.append(ws)
+    obs.extend(world_observations(turns))
+    pos = {t.id: i for i, t in enumerate(turns)}
+    obs.sort(key=lambda o: pos.get(o.evidence.turn_id, 0))
+    return obs
+
+
+def learn(turns: Iterable[Turn], *, locked: dict[str, Memory] | None = None,
+          rejected: set[str] | None = None) -> list[Memory]:
+    """Learned memories of these turns. ``locked`` memories (by id) are kept as they are and never
+    superseded; ``rejected`` ids are never re-created from the same evidence."""
+    by_project: dict[str, list[Turn]] = defaultdict(list)
+    for t in turns:
+        by_project[t.project].append(t)
+    out: list[Memory] = []
+    for _project, pts in sorted(by_project.items()):
+        ordered = _time_order(pts)
+        mems = fold(observe(ordered))
+        for m in mems:
+            if locked and m.id in locked:
+                keep = locked[m.id]
+                m.text, m.locked, m.status = keep.text, True, keep.status
+            if rejected and m.id in rejected:
+                m.status = "rejected"
+        out.extend(resolve(mems))
+    return out

@@ -1,0 +1,159 @@
+"""Lifecycle of learned memories as pure logic: fold observations, activate, score, supersede.
+
+candidate → active → superseded | archived | rejected. A candidate becomes active with evidence in
+≥ 2 sessions, or an explicit generaliser or memory cue, or the user's approval; inferred facts need
+successful runs in ≥ 2 sessions. Confidence is the mean of a Beta posterior over supporting and
+contradicting evidence. Two memories of one project and slot with different values, or of the same
+rule with opposite polarity, conflict: the newer one supersedes the older when it is at least as
+well supported, a user statement beats an inference, a locked memory is never superseded
+automatically (the newcomer waits in review). Everything is recomputed from the observations, so a
+rebuild from the same turns gives the same memories with the same ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+
+from .types import L3_KINDS, Memory, Observation
+from .vocab import jaccard
+
+RULE_KINDS = ("preference", "convention")
+SAME_RULE = 0.5              # term overlap at which two statements are one rule
+ACTIVE_SESSIONS = 2
+REPEATED_TURNS = 3          # a rule restated in 3 separate turns of one session is standing too
+PROCEDURE_SESSIONS = 3      # error→fix seen in 3 sessions (2 is mostly argument fiddling on real data)
+GENERIC_SIGNATURE = re.compile(r"No such file or directory|command not found|exit (?:code|status)|Permission denied|"
+                               r"^error: (?:unknown option|too many arguments|missing required)", re.I)
+CANDIDATE_SLOTS = ("layout.", "env.port.")   # kept for review and packets' context, never core facts
+PRIOR = (1.0, 1.0)           # Beta(α, β) prior: no opinion
+
+
+def memory_id(project: str, kind: str, key: str) -> str:
+    return "m_" + hashlib.sha1(f"{project}\x1f{kind}\x1f{key}".encode()).hexdigest()[:16]
+
+
+def confidence(support: float, against: float) -> float:
+    """Mean of Beta(α + support, β + against)."""
+    a, b = PRIOR
+    return (a + support) / (a + b + support + against)
+
+
+def _group(kind: str) -> str:
+    return "rule" if kind in RULE_KINDS else kind
+
+
+def _find(mem_by_key: dict[tuple[str, str, str], Memory], rules: list[Memory], o: Observation) -> Memory | None:
+    m = mem_by_key.get((o.project, _group(o.kind), o.key))
+    if m is not None or _group(o.kind) not in ("rule", "decision") or o.slot:
+        return m
+    best, score = None, 0.0
+    for r in rules:
+        if r.project != o.project or _group(r.kind) != _group(o.kind) or r.slot:
+            continue
+        j = jaccard(r.terms, o.terms)
+        if j >= SAME_RULE and j > score:
+            best, score = r, j
+    return best
+
+
+def fold(observations: Iterable[Observation]) -> list[Memory]:
+    """Merge observations (in time order) into memories: one per identity, every evidence kept."""
+    mem_by_key: dict[tuple[str, str, str], Memory] = {}
+    rules: list[Memory] = []
+    ordered: list[Memory] = []
+    for o in observations:
+        m = _find(mem_by_key, rules, o)
+        if m is None:
+            m = Memory(id=memory_id(o.project, _group(o.kind), o.key), kind=o.kind, key=o.key, text=o.text,
+                       project=o.project, layer="L3" if o.kind in L3_KINDS else "L2", slot=o.slot,
+                       value=o.value, polarity=o.polarity, terms=o.terms, data=dict(o.data),
+                       created_at=o.evidence.ts)
+            mem_by_key[(o.project, _group(o.kind), o.key)] = m
+            if _group(o.kind) in ("rule", "decision"):
+                rules.append(m)
+            ordered.append(m)
+        elif o.polarity != m.polarity and not o.slot:
+            m.against.append(o.evidence)
+            continue
+        if o.evidence.turn_id not in {e.turn_id for e in m.evidence}:
+            m.evidence.append(o.evidence)
+        if o.evidence.explicit or (o.kind != "fact" and len(o.text) <= len(m.text) * 1.5):
+            m.text = o.text if o.kind != "fact" else m.text
+        if o.kind == "convention" and m.kind == "preference":
+            m.kind = "convention"
+        m.terms = m.terms | o.terms
+        m.updated_at = o.evidence.ts if o.evidence.ts is not None else m.updated_at
+        for k, v in o.data.items():
+            m.data.setdefault(k, v)
+    return ordered
+
+
+def support(m: Memory) -> float:
+    """Evidence weight: one per distinct supporting turn, explicit statements count double."""
+    return sum(2.0 if e.explicit else 1.0 for e in m.evidence)
+
+
+def activation(m: Memory) -> str:
+    """The status a memory earns from its own evidence (before conflicts)."""
+    if m.kind in ("correction",):
+        return "candidate"
+    if m.kind == "working_state":
+        return "active"
+    sessions = len(m.sessions)
+    if m.slot.startswith(CANDIDATE_SLOTS):
+        return "candidate"
+    if m.kind == "fact":
+        if m.data.get("stated") or m.from_user:
+            return "active"          # the user said it (a statement, or a command they ran themselves)
+        return "active" if sessions >= ACTIVE_SESSIONS and len(m.evidence) >= 2 else "candidate"
+    if m.kind == "procedure":
+        sig = str(m.data.get("trigger", {}).get("signature", ""))
+        if GENERIC_SIGNATURE.search(sig):
+            return "candidate"
+        return "active" if sessions >= PROCEDURE_SESSIONS else "candidate"
+    if m.slot.startswith(CANDIDATE_SLOTS):
+        return "candidate"
+    if sessions >= ACTIVE_SESSIONS or m.explicit or len(m.evidence) >= REPEATED_TURNS:
+        return "active"
+    return "candidate"
+
+
+def _newer(a: Memory, b: Memory) -> bool:
+    return (a.updated_at or 0.0) >= (b.updated_at or 0.0)
+
+
+def resolve(memories: list[Memory], order: dict[str, int] | None = None) -> list[Memory]:
+    """Set status and confidence of every memory, then settle slot and polarity conflicts."""
+    for m in memories:
+        if m.status in ("rejected", "archived"):
+            continue
+        if not m.locked:
+            m.status = activation(m)
+        m.confidence = confidence(support(m), float(len(m.against)))
+    by_slot: dict[tuple[str, str], list[Memory]] = {}
+    for m in memories:
+        if m.slot and m.status in ("active", "candidate"):
+            by_slot.setdefault((m.project, m.slot), []).append(m)
+    for group in by_slot.values():
+        values = {m.value for m in group}
+        if len(values) < 2:
+            continue
+        # the winner: user statements over inferences, then support, then recency
+        group.sort(key=lambda m: (m.locked, m.from_user, m.status == "active", support(m), m.updated_at or 0.0))
+        win = group[-1]
+        for m in group[:-1]:
+            if m.value == win.value:
+                continue
+            if m.locked:
+                win.status = "candidate"
+                win.data["conflict_with"] = m.id
+                continue
+            if m.status == "active" and win.status == "active" and _newer(win, m):
+                m.status = "superseded"
+                m.superseded_by = win.id
+            elif m.status == "active" and win.status == "active":
+                m.status = "candidate"
+                m.data["conflict_with"] = win.id
+    return memories

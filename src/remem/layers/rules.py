@@ -1,0 +1,218 @@
+"""Preferences, conventions, corrections and decisions from the user's own words (EN and ZH).
+
+A sentence becomes a rule only when it has a rule's shape — a contrast ("use X, not Y", 用X而不是Y),
+a prohibition or obligation tied to something concrete (a tool, a path, a `code` term, a word of
+the project), a generaliser ("always", 以后) or a memory cue ("remember", 记住). Task requests
+("please fix the tests") are not rules. Pure: one turn in, observations out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from .clean import sentences, user_voice
+from .types import Evidence, Observation, Turn
+from .vocab import (
+    GENERALISERS_ZH,
+    MEMORY_CUES_EN,
+    MEMORY_CUES_ZH,
+    REPEAT_EN,
+    REPEAT_ZH,
+    STOP,
+    TOOLS,
+    slot_for,
+    terms,
+)
+
+_W = r"`?([A-Za-z][\w.@+/-]*(?: [a-z][\w.-]*)?)`?"
+_CONTRAST_EN = [
+    re.compile(r"\b(?:use|run|with|prefer|switch to|stick (?:to|with)|go with)\s+" + _W +
+               r"\s*,?\s+(?:not|instead of|rather than|over|and not|never)\s+" + _W, re.I),
+    re.compile(r"\b" + _W + r"\s+instead of\s+" + _W, re.I),
+    re.compile(r"\b(?:don'?t|do not|never|stop)\s+(?:use|using|run|running)\s+" + _W +
+               r"\s*[,;.]?\s*(?:use|run|instead use|but)\s+" + _W, re.I),
+]
+_Z = r"([A-Za-z][\w.@+/-]*|[\u3400-\u9fff]{1,8})"
+_CONTRAST_ZH = [
+    re.compile(r"(?:用|使用|改用|换成)\s*" + _Z + r"\s*(?:而不是|而非|代替|替代|，?不要用|，?别用)\s*" + _Z),
+    re.compile(r"(?:不要|别|不用)(?:再)?(?:用|使用)\s*" + _Z + r"\s*[，,]?\s*(?:要|请|改)?(?:用|使用)\s*" + _Z),
+]
+_PROHIBIT_EN = re.compile(r"\b(don'?t|dont|do not|never|stop|avoid|no more|shouldn'?t|should not|must not|"
+                          r"mustn'?t|you (?:can'?t|cannot))\b", re.I)
+_OBLIGE_EN = re.compile(r"\b(always|must|make sure (?:to|you|that)|be sure to|should always|need to always|"
+                        r"(?:all|every|each) [\w ]{1,30} (?:should|must|need to|have to))\b", re.I)
+_PROHIBIT_ZH = re.compile(r"(不要|别|不用|禁止|不能|不准|勿|不许|不应)")
+_OBLIGE_ZH = re.compile(r"(必须|一定要|务必|应该|需要都|都要|都用|只能)")
+_CORRECTION_EN = re.compile(
+    r"^(?:no[,.!]|nope|wrong|that'?s (?:not|wrong|incorrect)|not like that|not what i|this is not what|"
+    r"i (?:did not|didn'?t|never) (?:ask|want|say)|why did you|you (?:still|again|didn'?t|did not|forgot)|"
+    r"stop\b|don'?t do that|undo that|please undo|you should not|you shouldn'?t)", re.I)
+_CORRECTION_ZH = re.compile(r"^(?:不对|不是|错了|你又|不要这样|我不是说|我说的是|不是删除|别这样|撤销)")
+_DECISION_EN = re.compile(
+    r"\b(let'?s (?:go with|use|keep|stick with|do the|choose)|we(?:'ll| will) (?:go with|use)|"
+    r"i(?:'ll| will)? go with|we decided|i(?:'ve)? decided|decided to|the decision is|go with option|"
+    r"i (?:like|prefer|choose) (?:option|approach) ?\w*)\b", re.I)
+_DECISION_ZH = re.compile(r"(我们用|就用|决定用|决定|采用|选择用|我倾向于|同意.{0,12}方案|使用方案|用方法|表名用|命名为|改名为)")
+_REASON = re.compile(r"\b(because|since|so that|as it|as they|given that)\b|(因为|由于|所以|以便|为了)", re.I)
+_CONVENTION = re.compile(
+    r"\b(file|files|folder|directory|dir|code|tests?|commit|changelog|naming|name|constant|constants|"
+    r"comments?|docs?|documentation|readme|format|formatting|style|lines?|module|modules|class|method|"
+    r"function|namespace|import|types?|schema|branch|pr|log|logging)\b|(文件|目录|代码|注释|命名|测试|提交|格式|样式|模块|函数|文档)",
+    re.I)
+_CODE = re.compile(r"`([^`]{1,60})`")
+_PATHISH = re.compile(r"(?:[\w-]+/)+[\w.-]+|\b[\w-]+\.(?:py|ts|tsx|js|jsx|cs|csproj|sln|md|mdc|json|ya?ml|toml|"
+                      r"sh|ps1|go|rs|java|ipynb|sql|css|html)\b")
+_IDENT = re.compile(r"\b(?:[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|\w+_\w+|[A-Z]{2,}\w*)\b")
+MAX_RULE_CHARS = 300
+MIN_RULE_TERMS = 3           # "always fix" is not a rule
+
+
+def _hash(*parts: str) -> str:
+    return hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:12]
+
+
+def anchors(sentence: str, vocab: frozenset[str] = frozenset()) -> set[str]:
+    """The concrete things a sentence is tied to: tools, `code`, paths, identifiers, project words."""
+    low = sentence.lower()
+    found = {m.lower() for m in _CODE.findall(sentence)}
+    found |= {p.lower() for p in _PATHISH.findall(sentence)}
+    found |= {w for w in re.findall(r"[a-z][\w.+-]*", low) if w in TOOLS}
+    found |= {i.lower() for i in _IDENT.findall(_CODE.sub(" ", sentence)) if len(i) > 2}
+    if vocab:
+        found |= {w for w in re.findall(r"[a-z][\w-]{3,}", low) if w in vocab}
+    return found
+
+
+def _evidence(turn: Turn, explicit: bool) -> Evidence:
+    return Evidence(turn_id=turn.id, session=turn.session, ts=turn.ts, source="user", explicit=explicit)
+
+
+def _rule_kind(sentence: str) -> str:
+    return "convention" if _CONVENTION.search(sentence) else "preference"
+
+
+def _contrast(sentence: str) -> tuple[str, str] | None:
+    for pat in _CONTRAST_EN:
+        m = pat.search(sentence)
+        if m:
+            x, y = m.group(1).strip("`. "), m.group(2).strip("`. ")
+            if pat is _CONTRAST_EN[2]:
+                x, y = y, x
+            x = x.split()[-1] if x.split()[0].lower() in ("with", "the", "a", "only") else x
+            codes = [c.strip() for c in _CODE.findall(sentence)]
+            if x.lower() not in TOOLS and len(codes) >= 2 and y in codes and codes[0] != y:
+                x = codes[0]            # "`bun` is always used instead of `node`"
+            if x.lower() in TOOLS or ("`" in m.group(0) and x.lower() not in STOP):
+                return x, y
+    for pat in _CONTRAST_ZH:
+        m = pat.search(sentence)
+        if m:
+            x, y = m.group(1), m.group(2)
+            if pat is _CONTRAST_ZH[1]:
+                x, y = y, x
+            if re.match(r"[A-Za-z]", x) or re.match(r"[A-Za-z]", y):
+                return x, y
+    return None
+
+
+_GEN_POS_EN = re.compile(
+    r"^(?:(?:please|and|also|so|but|yes|ok|okay|actually|again|remember)[,:]?\s+)*(?:always|never)\b|"
+    r"\b(?:should|must|need to|have to|to|you|we|please) (?:always|never)\b|"
+    r"\b(?:from now on|going forward|in the future|every time|each time|whenever|by default|as a rule|"
+    r"in (?:this|the) (?:repo|repository|project|codebase))\b", re.I)
+_NARRATION = re.compile(r"\b(?:i|it|this|that|he|she|they|isn'?t|wasn'?t|is|was|were) (?:always|never)\b|"
+                        r"\bnever (?:asked|said|wanted|told|knew|been|had|got|did|was)\b|"
+                        r"\b(?:such that|so that|so|if|when) (?:you|it|we) (?:always|never)\b", re.I)
+_USE = re.compile(r"^(?:please |pls )?(?:use|using|请使用|使用|用)\s*`?([A-Za-z][\w.@+/-]{1,40})`?\s*[.。!]?$", re.I)
+
+
+def _general(s: str) -> bool:
+    """A generaliser in the position of a standing instruction (not "it isn't always followed")."""
+    if "?" in s or "？" in s:
+        return False
+    if GENERALISERS_ZH.search(s):
+        return True
+    return bool(_GEN_POS_EN.search(s)) and not _NARRATION.search(s)
+
+
+def is_correction(voice: str) -> bool:
+    head = voice.strip()[:80]
+    return bool(_CORRECTION_EN.match(head) or _CORRECTION_ZH.match(head))
+
+
+def rule_observations(turn: Turn, prev: Turn | None = None,
+                      vocab: frozenset[str] = frozenset()) -> list[Observation]:
+    """Rules (preference / convention), corrections and decisions stated in one user turn."""
+    voice = user_voice(turn.request)
+    if not voice:
+        return []
+    out: list[Observation] = []
+    correction = is_correction(voice)
+    repeat = bool(REPEAT_EN.search(voice) or REPEAT_ZH.search(voice))
+    for s in sentences(voice):
+        if len(s) > MAX_RULE_CHARS:
+            continue
+        caps = sum(c.isupper() for c in s)
+        if caps > 0.6 * max(1, sum(c.isalpha() and c.isascii() for c in s)) and len(s) > 20:
+            continue                     # shouting, not a rule
+        general = _general(s)
+        cue = bool(MEMORY_CUES_EN.search(s) or MEMORY_CUES_ZH.search(s))
+        pair = _contrast(s)
+        if pair:
+            x, y = (w.split()[-1] if w.split()[0].lower() in ("with", "the", "a", "only") else w for w in pair)
+            slot = slot_for(x, y)
+            key = f"{slot}={x.lower()}" if slot else f"contrast:{x.lower()}>{y.lower()}"
+            text = f"Use {x}, not {y}." if not re.search(r"[\u3400-\u9fff]", s) else f"用{x}，不用{y}。"
+            out.append(Observation(kind="preference", key=key, text=text, project=turn.project,
+                                   evidence=_evidence(turn, general or cue or repeat or correction),
+                                   slot=slot, value=x.lower(), terms=terms(f"{x} {y}"),
+                                   data={"avoid": y.lower(), "said": s}))
+            continue
+        um = _USE.match(s)
+        if um and um.group(1).lower() not in ("it", "this", "that", "them"):
+            tool = um.group(1).lower()
+            out.append(Observation(kind="preference", key=f"use:{tool}", text=f"Use {um.group(1)}.",
+                                   project=turn.project, evidence=_evidence(turn, cue), terms=frozenset({tool}),
+                                   data={"said": s}))
+            continue
+        if "?" in s or "？" in s:
+            continue
+        prohibit = _PROHIBIT_EN.search(s) or _PROHIBIT_ZH.search(s)
+        oblige = _OBLIGE_EN.search(s) or _OBLIGE_ZH.search(s)
+        anc = anchors(s)            # tools, `code`, paths, identifiers
+        if not anc and (general or cue):
+            anc = anchors(s, vocab)  # a project word is enough when the user generalises
+        if (prohibit or oblige or cue) and (anc or general or cue) and len(terms(s)) >= MIN_RULE_TERMS:
+            if not (general or cue) and not anc:
+                continue
+            explicit = general or cue or repeat
+            kind = _rule_kind(s)
+            if cue and not (prohibit or oblige) and re.search(r"\b(?:remember|keep in mind) that\b", s, re.I) \
+                    and not re.search(r"\b(?:want|should|must|need|use|using|prefer)\b", s, re.I):
+                kind = "fact"           # "remember that X runs during init": a stated fact
+            t = terms(s)
+            out.append(Observation(kind=kind, key="rule:" + _hash(*sorted(t)), text=s, project=turn.project,
+                                   evidence=_evidence(turn, explicit), polarity=-1 if prohibit else 1,
+                                   terms=t, data={"anchors": sorted(anc), "correction": correction,
+                                                  "stated": kind == "fact"}))
+            continue
+        dm = _DECISION_EN.search(s) or _DECISION_ZH.search(s)
+        if dm and (anc or _REASON.search(s)) and "?" not in s and "？" not in s:
+            t = terms(s)
+            reason = ""
+            rm = _REASON.search(s)
+            if rm:
+                reason = s[rm.start():].strip()
+            out.append(Observation(kind="decision", key="decision:" + _hash(*sorted(t)), text=s,
+                                   project=turn.project, evidence=_evidence(turn, bool(reason)),
+                                   terms=t, data={"reason": reason, "anchors": sorted(anc)}))
+    if correction and prev is not None:
+        did = [a.command or a.path for a in prev.actions if a.command or a.path][-3:]
+        first = sentences(voice)[:1]
+        if first:
+            t = terms(first[0])
+            out.append(Observation(kind="correction", key="correction:" + _hash(turn.id), text=first[0],
+                                   project=turn.project, evidence=_evidence(turn, False), terms=t,
+                                   data={"agent_did": did, "corrects_turn": prev.id}))
+    return out

@@ -1,0 +1,97 @@
+"""Learning core (remem.layers): user-voice cleaning and the rule / correction / decision extractors."""
+
+from __future__ import annotations
+
+from remem.layers import Action, Turn, learn
+from remem.layers.clean import user_voice
+from remem.layers.rules import rule_observations
+
+STACK = "\n".join(f"    at Object.<anonymous> (/home/dev/app/src/mod{i}.ts:{i * 7}:13)" for i in range(40))
+BUILD_LOG = "\n".join(
+    f"C:\\dev\\ktsu-dev\\Lib\\Lib.Test\\Tests{i}.cs({i},5): error CS0246: The type or namespace name "
+    f"'Foo{i}' could not be found (are you missing a using directive?)" for i in range(60))
+VITE = ("[plugin:vite:import-analysis] Failed to resolve import \"./components/Chart\" from \"src/App.tsx\". "
+        "Does the file exist?\n" * 20)
+
+
+def T(i: int, text: str, session: str = "s1", project: str = "p", actions: list[Action] | None = None,
+      reply: str = "") -> Turn:
+    return Turn(id=f"{session}#{i}", session=session, request=text, reply=reply, actions=actions or [],
+                project=project, ts=1_700_000_000 + i * 60 + (hash(session) % 1000) * 86400 % 1, index=i)
+
+
+def test_pasted_material_is_not_the_users_voice() -> None:
+    msg = (f"the tests fail again:\n```\nError: never use this path\n{STACK}\n```\n{BUILD_LOG}\n"
+           "> Do not edit the plan file itself.\n| col | never |\n/init\n")
+    voice = user_voice(msg)
+    assert "the tests fail again" in voice
+    for junk in ("never use this path", "CS0246", "Object.<anonymous>", "Do not edit", "| col"):
+        assert junk not in voice
+    assert user_voice("Implement the plan as specified, it is attached. Do NOT edit the plan file itself.\n"
+                      "To-do's from the plan have already been created. Do not create them again.") == ""
+
+
+def test_pasted_logs_make_no_rules() -> None:
+    turns = [T(1, f"please fix this\n{BUILD_LOG}"), T(2, f"still failing\n```\n{STACK}\n```"),
+             T(3, VITE), T(4, "For the code present, we get this error:\n```\nnever use var; always use let\n```"),
+             T(5, "Implement the plan as specified. Do NOT edit the plan file itself. Never stop until done.")]
+    for t in turns:
+        assert [o for o in rule_observations(t) if o.kind != "correction"] == [], t.request[:40]
+
+
+def test_contrast_fills_a_slot_and_repeats_activate() -> None:
+    a = T(1, "lets use bun instead of node. are you familiar with bun?", session="a")
+    b = T(1, "never install anything unless i ask you to. use bun, not node.", session="b")
+    mems = learn([a, b])
+    rt = [m for m in mems if m.slot == "tool.js_runtime"]
+    assert len(rt) == 1 and rt[0].value == "bun" and rt[0].status == "active"
+    assert {e.turn_id for e in rt[0].evidence} == {"a#1", "b#1"}
+    never = [m for m in mems if "install" in m.text]
+    assert never and never[0].status == "active"          # "never" is an explicit generaliser
+
+
+def test_one_off_task_instructions_stay_candidates() -> None:
+    mems = learn([T(1, "dont add Divide methods, just silence that error with an `SuppressMessage` attribute")])
+    assert all(m.status != "active" for m in mems if m.kind in ("preference", "convention"))
+
+
+def test_narration_and_questions_are_not_generalisers() -> None:
+    for text in ("improve the rule, it isnt always being followed and i'm not sure why",
+                 "I never asked for a dashboard page in `src/app`",
+                 "should we always run `bun test` before committing?",
+                 "think about how to improve that rule such that you always follow it in `rules.mdc`"):
+        obs = rule_observations(T(1, text))
+        assert not any(o.evidence.explicit for o in obs), text
+
+
+def test_chinese_rules_and_memory_cues() -> None:
+    obs = rule_observations(T(1, "以后都用pnpm而不是npm。记住不要再改动 `src/legacy` 目录"))
+    kinds = {(o.kind, o.slot, o.value) for o in obs}
+    assert ("preference", "pkg.manager", "pnpm") in kinds
+    assert any(o.polarity == -1 and o.evidence.explicit for o in obs if o.kind == "convention")
+    # a Chinese question or a pasted Chinese log is not a rule
+    assert rule_observations(T(2, "为什么不要用npm？")) == []
+    assert rule_observations(T(3, "控制台打印:\n```\n错误: 不要使用 npm\n```")) == []
+
+
+def test_repeated_short_directive_in_one_session_activates() -> None:
+    turns = [T(i, f"请实现第{i}个功能。use context7") for i in range(1, 5)]
+    mems = learn(turns)
+    c7 = [m for m in mems if m.key == "use:context7"]
+    assert c7 and c7[0].status == "active" and len(c7[0].evidence) == 4
+
+
+def test_correction_records_what_the_agent_did() -> None:
+    prev = T(1, "run the tests", actions=[Action(tool="shell", command="npm test", output="sh: npm: command not found")])
+    cur = T(2, "no, use bun test, not npm test")
+    obs = rule_observations(cur, prev)
+    corr = [o for o in obs if o.kind == "correction"]
+    assert corr and corr[0].data["agent_did"] == ["npm test"] and corr[0].data["corrects_turn"] == "s1#1"
+    assert learn([prev, cur])  # a correction alone never becomes active
+    assert all(m.status == "candidate" for m in learn([prev, cur]) if m.kind == "correction")
+
+
+def test_decision_needs_a_reason_or_anchor() -> None:
+    d = rule_observations(T(1, "let's go with `zustand` because redux is too heavy for this app"))
+    assert d and d[0].kind == "decision" and d[0].data["reason"].startswith("because")
+    assert rule_observations(T(2, "lets do the revised recommendation then")) == []
