@@ -8,7 +8,6 @@ whose opening request is strictly newer than the saved boundary.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -17,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..agents import canonical_agent
-from ..store.sqlite.db import transaction
 from .base import ParseStats, Source, home_dir
 from .jsonl_chat import JsonlChatSource, iter_chat_jsonl
 
@@ -157,9 +155,8 @@ def find_history(dirs: list[Path]) -> tuple[list[Path], int]:
 def custom_sources(mem: Remem) -> list[tuple[str, Source, list[Path]]]:
     """Active discovered sources as (name, source, roots)."""
     out: list[tuple[str, Source, list[Path]]] = []
-    for r in mem.db.execute("SELECT name, agent, rules FROM sources WHERE name LIKE 'custom:%' "
-                            "AND status = 'active'"):
-        rules = json.loads(r["rules"] or "{}")
+    for r in mem.store.sources.custom(status="active"):
+        rules = r["rules"]
         roots = [Path(p) for p in rules.get("roots", [])]
         src = JsonlChatSource(r["agent"], tuple(str(p) for p in roots), rules.get("pattern", "**/*.jsonl"))
         out.append((r["name"], src, [p for p in roots if p.exists()]))
@@ -167,11 +164,7 @@ def custom_sources(mem: Remem) -> list[tuple[str, Source, list[Path]]]:
 
 
 def _save(mem: Remem, name: str, agent: str, status: str, rules: dict[str, Any]) -> None:
-    with transaction(mem.db):
-        mem.db.execute(
-            "INSERT INTO sources (name, agent, path, format, status, rules, created_at) VALUES (?,?,?,?,?,?,?) "
-            "ON CONFLICT(name) DO UPDATE SET status=excluded.status, rules=excluded.rules, path=excluded.path",
-            (name, agent, (rules.get("roots") or [""])[0], "chat-jsonl", status, json.dumps(rules), time.time()))
+    mem.store.sources.save_rules(name, agent=agent, status=status, format="chat-jsonl", rules=rules)
 
 
 def add_custom_source(mem: Remem, name: str, paths: list[str] | None = None, *,

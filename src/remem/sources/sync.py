@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import json
 import os
 import threading
 import time
@@ -37,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..agents import canonical_agent
 from ..model import Message, TurnIn
-from ..store.sqlite.db import transaction
 from .base import SOURCES, ParseStats, Source, Unit
 from .turns import TurnAssembler as _Assembler
 
@@ -117,31 +115,13 @@ class SourceResult:
 # ----------------------------------------------------------------------------- state rows
 
 
-def _load_state(mem: Remem, name: str, agent: str, root: str, fmt: str) -> dict[str, Any]:
-    db = mem.db
-    row = db.execute("SELECT * FROM sources WHERE name = ?", (name,)).fetchone()
-    if row is None:
-        with transaction(db):
-            db.execute("INSERT OR IGNORE INTO sources (name, agent, path, format, status, created_at) "
-                       "VALUES (?,?,?,?, 'active', ?)", (name, agent, root, fmt, time.time()))
-        row = db.execute("SELECT * FROM sources WHERE name = ?", (name,)).fetchone()
-    return dict(row)
-
-
-def _checkpoints(mem: Remem, name: str) -> dict[str, dict[str, Any]]:
-    return {r["unit"]: dict(r) for r in mem.db.execute("SELECT * FROM checkpoints WHERE source = ?", (name,))}
-
-
 def _save_checkpoint(mem: Remem, name: str, unit: Unit, *, fingerprint: bool, last_ts: float | None,
-                     last_id: str, digest: str, commit: bool = True) -> None:
-    with transaction(mem.db) if commit else contextlib.nullcontext(mem.db):
-        mem.db.execute(
-            "INSERT INTO checkpoints (source, unit, path, size, mtime, last_ts, last_msg_id, content_hash, "
-            "updated_at) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(source, unit) DO UPDATE SET path=excluded.path, "
-            "size=excluded.size, mtime=excluded.mtime, last_ts=excluded.last_ts, "
-            "last_msg_id=excluded.last_msg_id, content_hash=excluded.content_hash, updated_at=excluded.updated_at",
-            (name, unit.key, str(unit.path), unit.size if fingerprint else None,
-             unit.mtime if fingerprint else None, last_ts, last_id, digest, time.time()))
+                     last_id: str, digest: str) -> None:
+    """A unit's checkpoint (inside the caller's transaction when one is open); without a
+    fingerprint the next sync reads the unit again."""
+    mem.store.sources.save_checkpoint(name, unit.key, path=str(unit.path), size=unit.size if fingerprint else None,
+                                      mtime=unit.mtime if fingerprint else None, last_ts=last_ts,
+                                      last_msg_id=last_id, content_hash=digest)
 
 
 # ----------------------------------------------------------------------------- pure rules
@@ -243,10 +223,10 @@ class _Group:
                 self.res.errors.append(f"{unit.path}: {type(e).__name__}: {e}")
             raise
         if done:
-            with transaction(self.mem.db):
+            with self.mem.store.transaction():
                 for unit, fingerprint, last_ts, last_id, digest in done:
                     _save_checkpoint(self.mem, self.name, unit, fingerprint=fingerprint, last_ts=last_ts,
-                                     last_id=last_id, digest=digest, commit=False)
+                                     last_id=last_id, digest=digest)
 
 
 def _drop_absorbed(mem: Remem, name: str, unit: Unit, owner: str, ckpts: dict[str, dict[str, Any]],
@@ -258,8 +238,7 @@ def _drop_absorbed(mem: Remem, name: str, unit: Unit, owner: str, ckpts: dict[st
             continue
         gone = mem.forget(session=session_id, owner=owner, keep_out=False)  # moved, not forgotten
         res.counts["turns_removed"] += len(gone)
-        with transaction(mem.db):
-            mem.db.execute("DELETE FROM checkpoints WHERE source = ? AND unit = ?", (name, key))
+        mem.store.sources.drop_checkpoint(name, key)
         del ckpts[key]
 
 
@@ -401,7 +380,8 @@ def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: l
     scan_start = time.time()
     stats = ParseStats()
     found: list[Path] = roots if roots is not None else source.discover(env)
-    state = _load_state(mem, name, source.agent, str(found[0]) if found else "", source.format)
+    state = mem.store.sources.ensure(name, agent=source.agent, path=str(found[0]) if found else "",
+                                     format=source.format)
     units: list[Unit] = []
     for root in found:
         try:
@@ -418,7 +398,7 @@ def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: l
         res.held += 1
     cursor = state.get("cursor")
     boundary = state.get("boundary") if boundary_mode else None
-    ckpts = _checkpoints(mem, name)
+    ckpts = mem.store.sources.checkpoints(name)
     owner = mem.owner_for(source.agent)
     res.units_total = len(units)
     emit = on_progress or (lambda _e: None)
@@ -445,14 +425,9 @@ def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: l
     _flushed(group)   # what a stop left held
     clean = not res.stopped and res.held == 0 and res.counts["skipped_incomplete"] == 0
     res.cursor = next_cursor(cursor, scan_start=scan_start, newest=res.newest_ts, clean=clean)
-    now = time.time()
-    with transaction(mem.db):
-        if boundary_mode and clean and res.newest_start is not None:
-            mem.db.execute("UPDATE sources SET boundary = max(coalesce(boundary, 0), ?) WHERE name = ?",
-                           (res.newest_start, name))
-        mem.db.execute("UPDATE sources SET cursor=?, baseline=coalesce(baseline, ?), last_scan_at=?, "
-                       "last_sync_at=CASE WHEN ? THEN ? ELSE last_sync_at END, last_result=? WHERE name=?",
-                       (res.cursor, scan_start, now, clean, now, json.dumps(res.to_dict()), name))
+    raise_boundary = res.newest_start if boundary_mode and clean else None
+    mem.store.sources.record_run(name, cursor=res.cursor, scan_start=scan_start, clean=clean,
+                                 result=res.to_dict(), boundary=raise_boundary)
     emit({"event": "source_done", **res.to_dict()})
     return res
 
@@ -562,10 +537,8 @@ def run_first_import(mem: Remem, name: str, source: Source, roots: list[Path], *
         chosen = [t for _, _, t in sorted(best)]
         for i in range(0, len(chosen), BATCH):
             _write(mem, res, chosen[i : i + BATCH])
-        with transaction(mem.db):
-            mem.db.execute("UPDATE sources SET boundary=?, cursor=?, last_scan_at=?, last_sync_at=?, "
-                           "last_result=? WHERE name=?", (newest, res.newest_ts, time.time(), time.time(),
-                                                         json.dumps(res.to_dict()), name))
+        mem.store.sources.record_first_import(name, boundary=newest, cursor=res.newest_ts,
+                                              result=res.to_dict())
     return res.to_dict()
 
 
@@ -596,7 +569,7 @@ def detect_sources(mem: Remem, env: Mapping[str, str] | None = None) -> list[dic
     from .custom import custom_sources
 
     env = os.environ if env is None else env
-    states = {r["name"]: dict(r) for r in mem.db.execute("SELECT * FROM sources")}
+    states = mem.store.sources.states()
     found: list[tuple[str, Source, list[Path]]] = []
     for agent, src in SOURCES.items():
         roots = src.discover(env)
