@@ -15,7 +15,7 @@ Parsers never raise on bad input; they count it in a :class:`ParseStats`.
 
 from __future__ import annotations
 
-from . import claude_code, codex, cursor, gemini, hermes, jsonl_chat, openclaw, opencode
+from . import aider, claude_code, codex, cursor, gemini, hermes, jsonl_chat, openclaw, opencode, specstory
 from .base import (
     SOURCES,
     ParseStats,
@@ -31,7 +31,8 @@ from .jsonl_chat import JsonlChatSource, custom_source, register_custom
 from .turns import AssembleResult, TurnAssembler, assemble_turns
 
 for _src in (claude_code.SOURCE, codex.SOURCE, cursor.SOURCE, opencode.SOURCE, openclaw.SOURCE,
-             hermes.SOURCE, gemini.SOURCE, jsonl_chat.WORKBUDDY, jsonl_chat.PI, jsonl_chat.QWENWORK):
+             hermes.SOURCE, gemini.SOURCE, jsonl_chat.WORKBUDDY, jsonl_chat.PI, jsonl_chat.QWENWORK,
+             specstory.SOURCE, aider.SOURCE):   # the two kept inside project folders sync last
     register_source(_src, replace=True)
 
 __all__ = [

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agents import canonical_agent
 from ..model import Message, TurnIn
+from ..scope import Scope
 from .base import SOURCES, ParseStats, Source, Unit
 from .turns import TurnAssembler as _Assembler
 
@@ -122,6 +123,49 @@ def _save_checkpoint(mem: Remem, name: str, unit: Unit, *, fingerprint: bool, la
     mem.store.sources.save_checkpoint(name, unit.key, path=str(unit.path), size=unit.size if fingerprint else None,
                                       mtime=unit.mtime if fingerprint else None, last_ts=last_ts,
                                       last_msg_id=last_id, content_hash=digest)
+
+
+def _in_projects(source: Source) -> bool:
+    """A source whose histories live inside project folders (SpecStory, aider): it has no fixed
+    location, ``discover_in(project folders)`` finds them."""
+    return callable(getattr(source, "discover_in", None))
+
+
+def _exports(source: Source) -> bool:
+    """A saved export (SpecStory, aider): its last turn is as complete as the file is."""
+    return _in_projects(source)
+
+
+def project_dirs(mem: Remem, name: str) -> list[Path]:
+    """Where source ``name`` looks for histories kept inside projects: every project folder the
+    synced histories name (any agent, any owner of this home) and the folders the user added
+    (``remem sources add specstory --path DIR``)."""
+    owners = {mem.owner_for()} | {mem.owner_for(src.agent) for src in SOURCES.values()}
+    seen = mem.store.sources.project_paths(Scope.of(sorted(owners)))
+    state = mem.store.sources.state(name) or {}
+    added = [str(p) for p in (state.get("rules") or {}).get("projects", [])]
+    return [Path(p) for p in dict.fromkeys([*added, *seen])]
+
+
+def _discover(mem: Remem, key: str, source: Source, env: Mapping[str, str]) -> list[Path]:
+    if _in_projects(source):
+        return list(source.discover_in(project_dirs(mem, key), env))  # type: ignore[attr-defined]
+    return source.discover(env)
+
+
+def _imported_twins(mem: Remem, owner: str, units: list[Unit]) -> dict[str, str]:
+    """Unit key -> why it is skipped, for units that are exports of a session another source
+    (``meta["twin"] = (source, session id)``) already imported."""
+    by_source: dict[str, dict[str, str]] = {}
+    for u in units:
+        twin = u.meta.get("twin")
+        if twin:
+            by_source.setdefault(str(twin[0]), {})[str(twin[1])] = u.key
+    out: dict[str, str] = {}
+    for source, keys in by_source.items():
+        for sid in mem.store.sources.imported_sessions(Scope.of(owner), source, keys):
+            out[keys[sid]] = f"the same chat as {source} session {sid}, already imported from {source}"
+    return out
 
 
 # ----------------------------------------------------------------------------- pure rules
@@ -301,7 +345,7 @@ def _import_unit(mem: Remem, source: Source, name: str, unit: Unit, ckpt: dict[s
                 stopped = True
                 break
         if not stopped:
-            done = asm.finish()
+            done = asm.finish(complete=_exports(source))
             pending.extend(_keep(done.turns, name, boundary, res))
             group.add(pending, unit.mtime)
     except Exception as e:
@@ -404,6 +448,7 @@ def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: l
     emit = on_progress or (lambda _e: None)
     emit({"event": "source_start", "source": name, "agent": source.agent, "units_total": len(units)})
     group = _Group(mem, name, res)
+    twins = _imported_twins(mem, owner, [u for u in units if needs_read(u, ckpts.get(u.key), full)])
     for i, unit in enumerate(units, 1):
         if control.checkpoint():
             res.stopped = True
@@ -411,6 +456,11 @@ def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: l
         ck = ckpts.get(unit.key)
         if not needs_read(unit, ck, full):
             res.units_unchanged += 1
+        elif unit.key in twins:
+            # an export of a chat already imported from the agent's own store: not stored twice
+            res.units_unchanged += 1
+            res.skipped.append(f"{unit.path}: {twins[unit.key]}")
+            group.finish(unit, fingerprint=True, last_ts=None, last_id="", digest="twin")
         else:
             res.units_read += 1
             if not _import_unit(mem, source, name, unit, None if full else ck, res, owner, control, boundary,
@@ -456,29 +506,34 @@ def run_sync(mem: Remem, agents: list[str] | None = None, *, full: bool = False,
     control = control or SyncControl()
     wanted = [canonical_agent(a) for a in agents] if agents else None
     plan: list[tuple[Source, str, list[Path] | None, bool]] = []
-    for agent, src in SOURCES.items():
-        if wanted is not None and agent not in wanted:
+    for key, src in SOURCES.items():
+        if wanted is not None and key not in wanted and src.agent not in wanted:
+            continue
+        if _in_projects(src):
+            plan.append((src, key, None, False))   # its roots are found when its turn comes (below)
             continue
         roots = src.discover(env)
         if roots:
-            plan.append((src, agent, None, False))
+            plan.append((src, key, roots, False))
     for name, src, roots in custom_sources(mem):
         if wanted is None or src.agent in wanted or name in (agents or []):
             plan.append((src, name, roots, True))
-    if wanted:
-        known = {p[1] for p in plan} | {p[0].agent for p in plan}
-        missing = [a for a in wanted if a not in known]
-    else:
-        missing = []
     total = dict.fromkeys(COUNT_KEYS, 0)
     per: list[dict[str, Any]] = []
-    errors: list[str] = [f"{a}: no history found on this machine" for a in missing]
+    errors: list[str] = []
     skipped: list[str] = []
+    synced: set[str] = set()
     t0 = time.time()
     with sync_lock(mem):
         for src, name, given, custom in plan:
             if control.stopped:
                 break
+            if given is None:
+                # inside project folders: the ones the histories synced so far name, and the user's
+                given = _discover(mem, name, src, env)
+                if not given:
+                    continue
+            synced.update((name, src.agent))
             r = sync_source(mem, src, name=name, roots=given, env=env, full=full, control=control,
                             on_progress=on_progress, boundary_mode=custom)
             per.append(r.to_dict())
@@ -486,6 +541,8 @@ def run_sync(mem: Remem, agents: list[str] | None = None, *, full: bool = False,
                 total[k] += r.counts[k]
             errors.extend(r.errors)
             skipped.extend(r.skipped)
+    missing = [a for a in wanted or [] if a not in synced and not control.stopped]
+    errors[:0] = [f"{a}: no history found on this machine" for a in missing]
     total["errors"] = errors[:100]  # type: ignore[assignment]
     total["skipped"] = skipped[:100]  # type: ignore[assignment]
     out = {"sources": per, "total": total, "stopped": control.stopped, "seconds": round(time.time() - t0, 3)}
@@ -518,7 +575,7 @@ def run_first_import(mem: Remem, name: str, source: Source, roots: list[Path], *
             for m in source.read(unit, ustats):
                 digest.see(m)
                 asm.feed(m)
-            done = asm.finish()
+            done = asm.finish(complete=_exports(source))
             res.counts["messages_scanned"] += digest.scanned
             res.counts["unique_messages"] += len(digest.ids)
             res.counts["skipped_incomplete"] += done.incomplete
@@ -571,10 +628,10 @@ def detect_sources(mem: Remem, env: Mapping[str, str] | None = None) -> list[dic
     env = os.environ if env is None else env
     states = mem.store.sources.states()
     found: list[tuple[str, Source, list[Path]]] = []
-    for agent, src in SOURCES.items():
-        roots = src.discover(env)
+    for key, src in SOURCES.items():
+        roots = _discover(mem, key, src, env)
         if roots:
-            found.append((agent, src, roots))
+            found.append((key, src, roots))
     found.extend(custom_sources(mem))
     out = []
     for name, src, roots in found:
