@@ -25,8 +25,8 @@ calls, adjacent text blocks join into one text. What answers an empty request jo
 it (as for every source) without its status: a "Cancelled" there does not cancel that turn.
 
 Times: a user header's own time when it has one, else the session start; each later message is
-at least 1 ms after the one before, so the order survives. Message ids are hashes of the user
-header and request (plus a count when one repeats), so an export re-saved with a different window
+at least 1 ms after the one before, so the order survives. Message ids are the session and a hash
+of the user header and request (plus a count when one repeats), so an export re-saved with a different window
 of a long chat keeps the turns it had. The v2 session line names the Cursor composer; the unit
 carries it as ``meta["twin"]`` so a chat remem already imported from Cursor's own database is not
 stored twice.
@@ -245,7 +245,7 @@ def parse(data: bytes, name: str, stats: ParseStats | None = None, *, project: s
             digest = hashlib.sha1(f"{sec.header}\n{request}".encode()).hexdigest()[:16]
             n = seen.get(digest, 0)
             seen[digest] = n + 1
-            user_id = f"u:{digest}" + (f"#{n}" if n else "")
+            user_id = f"{session}:u:{digest}" + (f"#{n}" if n else "")   # unique within the source
             base = _header_time(sec.header) or start
             last = _after(base, last)
             out.append(Message(source_id=user_id, session_id=session, role="user", text=request, ts=last,
@@ -254,7 +254,7 @@ def parse(data: bytes, name: str, stats: ParseStats | None = None, *, project: s
         model = _model(sec.header)
         for j, (text_part, calls, status) in enumerate(assistant_blocks(sec.lines)):
             last = _after(last if last is not None else start, last)
-            out.append(Message(source_id=f"{user_id or 'pre'}/a{len(out)}:{j}", session_id=session,
+            out.append(Message(source_id=f"{user_id or session + ':pre'}/a{len(out)}:{j}", session_id=session,
                                role="assistant", text=text_part, ts=last, cwd=project, model=model,
                                tool_calls=calls, status=status if request else "", extra={"turn": turn}))
     return out
