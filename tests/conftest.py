@@ -44,11 +44,36 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("REMEM_EMBEDDING_MODEL", "hash")
     # a plugin installed on the developer's machine never changes a result (test_plugins.py turns them on)
     monkeypatch.setenv("REMEM_NO_PLUGINS", "1")
+    # the database engine under test: REMEM_TEST_DATABASE_URL (e.g. a PostgreSQL server) reaches every
+    # store this test opens, in-process and in subprocesses, as REMEM_DATABASE_URL (database.url);
+    # unset, each test has its SQLite file in its own REMEM_HOME, the default
+    url = os.environ.get("REMEM_TEST_DATABASE_URL", "").strip()
+    if url:
+        monkeypatch.setenv("REMEM_DATABASE_URL", url)
+    else:
+        monkeypatch.delenv("REMEM_DATABASE_URL", raising=False)
+
+
+def database_url(home: Path) -> str:
+    """The URL the tests' stores open: ``REMEM_DATABASE_URL`` (set from ``REMEM_TEST_DATABASE_URL``),
+    else SQLite in ``home`` (the file ``remem.open()`` uses)."""
+    return os.environ.get("REMEM_DATABASE_URL") or f"sqlite:///{home / 'remem.db'}"
 
 
 @pytest.fixture
 def remem_home() -> Path:
     return Path(os.environ["REMEM_HOME"])
+
+
+@pytest.fixture
+def store(remem_home: Path):
+    """The store of this test's home, opened by URL (``database_url``) and migrated."""
+    from remem.store import open_store
+
+    s = open_store(database_url(remem_home), remem_home)
+    s.migrate()
+    yield s
+    s.close()
 
 
 @pytest.fixture

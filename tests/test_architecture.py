@@ -95,8 +95,6 @@ PENDING = {
     "server/jobkinds.py",
     "server/jobs.py",
     "server/routes/data.py",
-    "sources/custom.py",
-    "sources/sync.py",
 }
 
 

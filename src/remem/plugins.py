@@ -89,7 +89,11 @@ def _agent_key(obj: Any, what: str, methods: tuple[str, ...]) -> tuple[str, Any]
 
 
 def _source(source: Any) -> tuple[str, Any]:
-    return _agent_key(source, "a source", ("discover", "list_units", "read"))
+    key, obj = _agent_key(source, "a source", ("discover", "list_units", "read"))
+    # a second format of one agent's history (SpecStory's Cursor exports) registers under its own name
+    from .agents import canonical_agent
+
+    return canonical_agent(getattr(source, "name", "") or key), obj
 
 
 def _installer(installer: Any) -> tuple[str, Any]:

@@ -16,7 +16,7 @@ Parsers never raise on bad input; they count it in a :class:`ParseStats`.
 
 from __future__ import annotations
 
-from . import claude_code, codex, cursor, gemini, hermes, jsonl_chat, openclaw, opencode
+from . import aider, claude_code, codex, cursor, gemini, hermes, jsonl_chat, openclaw, opencode, specstory
 from .base import (
     SOURCES,
     ParseStats,
@@ -34,7 +34,8 @@ from .turns import AssembleResult, TurnAssembler, assemble_turns
 #: the built-in sources, in listing order; ``remem.builtins`` registers them through the plugin contract
 BUILTIN: tuple[Source, ...] = (
     claude_code.SOURCE, codex.SOURCE, cursor.SOURCE, opencode.SOURCE, openclaw.SOURCE,
-    hermes.SOURCE, gemini.SOURCE, jsonl_chat.WORKBUDDY, jsonl_chat.PI, jsonl_chat.QWENWORK)
+    hermes.SOURCE, gemini.SOURCE, jsonl_chat.WORKBUDDY, jsonl_chat.PI, jsonl_chat.QWENWORK,
+    specstory.SOURCE, aider.SOURCE)   # the two kept inside project folders sync last
 
 __all__ = [
     "BUILTIN", "SOURCES", "AssembleResult", "JsonlChatSource", "ParseStats", "Source", "SourceSpec", "TurnAssembler", "Unit",

@@ -151,14 +151,15 @@ SOURCES: MutableMapping[str, Source] = Registry("sources")
 
 
 def register_source(source: Source, *, replace: bool = False) -> Source:
-    """Add a source to :data:`SOURCES` under its canonical agent id and return it.
+    """Add a source to :data:`SOURCES` under its canonical agent id (or its ``name``) and return it.
 
     Raises ValueError when the id is taken and ``replace`` is false, or when the object does
     not look like a source.
     """
     if not isinstance(source, Source):
         raise ValueError(f"not a source: {source!r}")
-    agent = canonical_agent(source.agent)
+    # a second format of one agent's history (SpecStory's Cursor exports) registers under its own name
+    agent = canonical_agent(getattr(source, "name", "") or source.agent)
     if agent in SOURCES and not replace:
         raise ValueError(f"a source for {agent!r} is already registered")
     SOURCES[agent] = source

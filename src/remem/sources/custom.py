@@ -8,7 +8,6 @@ whose opening request is strictly newer than the saved boundary.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -17,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..agents import canonical_agent
-from ..store.sqlite.db import transaction
 from .base import ParseStats, Source, home_dir
 from .jsonl_chat import JsonlChatSource, iter_chat_jsonl
 
@@ -25,6 +23,8 @@ if TYPE_CHECKING:
     from ..core import Remem
 
 PRESETS = ("kimi code", "zcode", "minimax code", "coder")
+#: sources kept inside project folders: ``remem sources add specstory --path DIR`` adds folders to look in
+PROJECT_SOURCES = {"specstory": "specstory", "aider": "aider"}
 FIRST_IMPORT_TURNS = 500
 MAX_FILES_CHECKED = 2000     # bounded search: discovery never walks a whole disk
 MAX_DEPTH = 6
@@ -157,9 +157,8 @@ def find_history(dirs: list[Path]) -> tuple[list[Path], int]:
 def custom_sources(mem: Remem) -> list[tuple[str, Source, list[Path]]]:
     """Active discovered sources as (name, source, roots)."""
     out: list[tuple[str, Source, list[Path]]] = []
-    for r in mem.db.execute("SELECT name, agent, rules FROM sources WHERE name LIKE 'custom:%' "
-                            "AND status = 'active'"):
-        rules = json.loads(r["rules"] or "{}")
+    for r in mem.store.sources.custom(status="active"):
+        rules = r["rules"]
         roots = [Path(p) for p in rules.get("roots", [])]
         src = JsonlChatSource(r["agent"], tuple(str(p) for p in roots), rules.get("pattern", "**/*.jsonl"))
         out.append((r["name"], src, [p for p in roots if p.exists()]))
@@ -167,11 +166,7 @@ def custom_sources(mem: Remem) -> list[tuple[str, Source, list[Path]]]:
 
 
 def _save(mem: Remem, name: str, agent: str, status: str, rules: dict[str, Any]) -> None:
-    with transaction(mem.db):
-        mem.db.execute(
-            "INSERT INTO sources (name, agent, path, format, status, rules, created_at) VALUES (?,?,?,?,?,?,?) "
-            "ON CONFLICT(name) DO UPDATE SET status=excluded.status, rules=excluded.rules, path=excluded.path",
-            (name, agent, (rules.get("roots") or [""])[0], "chat-jsonl", status, json.dumps(rules), time.time()))
+    mem.store.sources.save_rules(name, agent=agent, status=status, format="chat-jsonl", rules=rules)
 
 
 def add_custom_source(mem: Remem, name: str, paths: list[str] | None = None, *,
@@ -185,6 +180,8 @@ def add_custom_source(mem: Remem, name: str, paths: list[str] | None = None, *,
     name = name.strip()
     if not name:
         raise ValueError("agent name is empty")
+    if norm_name(name) in PROJECT_SOURCES:
+        return add_project_folders(mem, PROJECT_SOURCES[norm_name(name)], paths or [], env=env)
     agent = canonical_agent(name)
     sname = source_name(name)
     given = [Path(p).expanduser() for p in paths or []]
@@ -215,3 +212,36 @@ def add_custom_source(mem: Remem, name: str, paths: list[str] | None = None, *,
     result = run_first_import(mem, sname, JsonlChatSource(agent, tuple(root_strs), "**/*.jsonl"),
                               roots, limit=FIRST_IMPORT_TURNS)
     return {"name": name, "source": sname, "status": "imported", "steps": steps, "result": result}
+
+
+def add_project_folders(mem: Remem, source: str, paths: list[str], *,
+                        env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """More folders for a source kept inside projects (SpecStory, aider) to look in, besides the
+    project folders the histories name; saved with the source, then that source is synced."""
+    from .base import SOURCES
+    from .sync import project_dirs, run_sync
+
+    src = SOURCES[source]
+    given = [Path(p).expanduser() for p in paths]
+    if not given:
+        raise ValueError(f"give the project folders that hold {source} histories with --path")
+    if any(not p.is_absolute() for p in given):
+        raise ValueError("paths must be absolute")
+    missing = [str(p) for p in given if not p.exists()]
+    if missing:
+        raise ValueError("no such folder: " + ", ".join(missing))
+    found = src.discover_in(given, env)  # type: ignore[attr-defined]
+    if not found:
+        return {"name": source, "source": source, "status": "no_history",
+                "steps": [f"no {source} history in " + ", ".join(map(str, given))],
+                "hint": "give the project folder (the one holding .specstory/ or .aider.chat.history.md)"}
+    state = mem.store.sources.state(source) or {}
+    rules = dict(state.get("rules") or {})
+    rules["projects"] = list(dict.fromkeys([*rules.get("projects", []), *map(str, given)]))
+    mem.store.sources.save_rules(source, agent=src.agent, status=state.get("status") or "active",
+                                 format=src.format, rules=rules)
+    steps = [f"history: {', '.join(map(str, found))}",
+             f"{source} now looks in {len(project_dirs(mem, source))} project folders"]
+    out = run_sync(mem, [source], env=env)
+    result = next((r for r in out["sources"] if r["source"] == source), out["total"])
+    return {"name": source, "source": source, "status": "imported", "steps": steps, "result": result}

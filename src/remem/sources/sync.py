@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import json
 import os
 import threading
 import time
@@ -37,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agents import canonical_agent
 from ..model import Message, TurnIn
-from ..store.sqlite.db import transaction
+from ..scope import Scope
 from .base import SOURCES, ParseStats, Source, Unit
 from .turns import TurnAssembler as _Assembler
 
@@ -117,31 +116,56 @@ class SourceResult:
 # ----------------------------------------------------------------------------- state rows
 
 
-def _load_state(mem: Remem, name: str, agent: str, root: str, fmt: str) -> dict[str, Any]:
-    db = mem.db
-    row = db.execute("SELECT * FROM sources WHERE name = ?", (name,)).fetchone()
-    if row is None:
-        with transaction(db):
-            db.execute("INSERT OR IGNORE INTO sources (name, agent, path, format, status, created_at) "
-                       "VALUES (?,?,?,?, 'active', ?)", (name, agent, root, fmt, time.time()))
-        row = db.execute("SELECT * FROM sources WHERE name = ?", (name,)).fetchone()
-    return dict(row)
-
-
-def _checkpoints(mem: Remem, name: str) -> dict[str, dict[str, Any]]:
-    return {r["unit"]: dict(r) for r in mem.db.execute("SELECT * FROM checkpoints WHERE source = ?", (name,))}
-
-
 def _save_checkpoint(mem: Remem, name: str, unit: Unit, *, fingerprint: bool, last_ts: float | None,
-                     last_id: str, digest: str, commit: bool = True) -> None:
-    with transaction(mem.db) if commit else contextlib.nullcontext(mem.db):
-        mem.db.execute(
-            "INSERT INTO checkpoints (source, unit, path, size, mtime, last_ts, last_msg_id, content_hash, "
-            "updated_at) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(source, unit) DO UPDATE SET path=excluded.path, "
-            "size=excluded.size, mtime=excluded.mtime, last_ts=excluded.last_ts, "
-            "last_msg_id=excluded.last_msg_id, content_hash=excluded.content_hash, updated_at=excluded.updated_at",
-            (name, unit.key, str(unit.path), unit.size if fingerprint else None,
-             unit.mtime if fingerprint else None, last_ts, last_id, digest, time.time()))
+                     last_id: str, digest: str) -> None:
+    """A unit's checkpoint (inside the caller's transaction when one is open); without a
+    fingerprint the next sync reads the unit again."""
+    mem.store.sources.save_checkpoint(name, unit.key, path=str(unit.path), size=unit.size if fingerprint else None,
+                                      mtime=unit.mtime if fingerprint else None, last_ts=last_ts,
+                                      last_msg_id=last_id, content_hash=digest)
+
+
+def _in_projects(source: Source) -> bool:
+    """A source whose histories live inside project folders (SpecStory, aider): it has no fixed
+    location, ``discover_in(project folders)`` finds them."""
+    return callable(getattr(source, "discover_in", None))
+
+
+def _exports(source: Source) -> bool:
+    """A saved export (SpecStory, aider): its last turn is as complete as the file is."""
+    return _in_projects(source)
+
+
+def project_dirs(mem: Remem, name: str) -> list[Path]:
+    """Where source ``name`` looks for histories kept inside projects: every project folder the
+    synced histories name (any agent, any owner of this home) and the folders the user added
+    (``remem sources add specstory --path DIR``)."""
+    owners = {mem.owner_for()} | {mem.owner_for(src.agent) for src in SOURCES.values()}
+    seen = mem.store.sources.project_paths(Scope.of(sorted(owners)))
+    state = mem.store.sources.state(name) or {}
+    added = [str(p) for p in (state.get("rules") or {}).get("projects", [])]
+    return [Path(p) for p in dict.fromkeys([*added, *seen])]
+
+
+def _discover(mem: Remem, key: str, source: Source, env: Mapping[str, str]) -> list[Path]:
+    if _in_projects(source):
+        return list(source.discover_in(project_dirs(mem, key), env))  # type: ignore[attr-defined]
+    return source.discover(env)
+
+
+def _imported_twins(mem: Remem, owner: str, units: list[Unit]) -> dict[str, str]:
+    """Unit key -> why it is skipped, for units that are exports of a session another source
+    (``meta["twin"] = (source, session id)``) already imported."""
+    by_source: dict[str, dict[str, str]] = {}
+    for u in units:
+        twin = u.meta.get("twin")
+        if twin:
+            by_source.setdefault(str(twin[0]), {})[str(twin[1])] = u.key
+    out: dict[str, str] = {}
+    for source, keys in by_source.items():
+        for sid in mem.store.sources.imported_sessions(Scope.of(owner), source, keys):
+            out[keys[sid]] = f"the same chat as {source} session {sid}, already imported from {source}"
+    return out
 
 
 # ----------------------------------------------------------------------------- pure rules
@@ -243,10 +267,10 @@ class _Group:
                 self.res.errors.append(f"{unit.path}: {type(e).__name__}: {e}")
             raise
         if done:
-            with transaction(self.mem.db):
+            with self.mem.store.transaction():
                 for unit, fingerprint, last_ts, last_id, digest in done:
                     _save_checkpoint(self.mem, self.name, unit, fingerprint=fingerprint, last_ts=last_ts,
-                                     last_id=last_id, digest=digest, commit=False)
+                                     last_id=last_id, digest=digest)
 
 
 def _drop_absorbed(mem: Remem, name: str, unit: Unit, owner: str, ckpts: dict[str, dict[str, Any]],
@@ -258,8 +282,7 @@ def _drop_absorbed(mem: Remem, name: str, unit: Unit, owner: str, ckpts: dict[st
             continue
         gone = mem.forget(session=session_id, owner=owner, keep_out=False)  # moved, not forgotten
         res.counts["turns_removed"] += len(gone)
-        with transaction(mem.db):
-            mem.db.execute("DELETE FROM checkpoints WHERE source = ? AND unit = ?", (name, key))
+        mem.store.sources.drop_checkpoint(name, key)
         del ckpts[key]
 
 
@@ -322,7 +345,7 @@ def _import_unit(mem: Remem, source: Source, name: str, unit: Unit, ckpt: dict[s
                 stopped = True
                 break
         if not stopped:
-            done = asm.finish()
+            done = asm.finish(complete=_exports(source))
             pending.extend(_keep(done.turns, name, boundary, res))
             group.add(pending, unit.mtime)
     except Exception as e:
@@ -401,7 +424,8 @@ def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: l
     scan_start = time.time()
     stats = ParseStats()
     found: list[Path] = roots if roots is not None else source.discover(env)
-    state = _load_state(mem, name, source.agent, str(found[0]) if found else "", source.format)
+    state = mem.store.sources.ensure(name, agent=source.agent, path=str(found[0]) if found else "",
+                                     format=source.format)
     units: list[Unit] = []
     for root in found:
         try:
@@ -418,12 +442,13 @@ def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: l
         res.held += 1
     cursor = state.get("cursor")
     boundary = state.get("boundary") if boundary_mode else None
-    ckpts = _checkpoints(mem, name)
+    ckpts = mem.store.sources.checkpoints(name)
     owner = mem.owner_for(source.agent)
     res.units_total = len(units)
     emit = on_progress or (lambda _e: None)
     emit({"event": "source_start", "source": name, "agent": source.agent, "units_total": len(units)})
     group = _Group(mem, name, res)
+    twins = _imported_twins(mem, owner, [u for u in units if needs_read(u, ckpts.get(u.key), full)])
     for i, unit in enumerate(units, 1):
         if control.checkpoint():
             res.stopped = True
@@ -431,6 +456,11 @@ def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: l
         ck = ckpts.get(unit.key)
         if not needs_read(unit, ck, full):
             res.units_unchanged += 1
+        elif unit.key in twins:
+            # an export of a chat already imported from the agent's own store: not stored twice
+            res.units_unchanged += 1
+            res.skipped.append(f"{unit.path}: {twins[unit.key]}")
+            group.finish(unit, fingerprint=True, last_ts=None, last_id="", digest="twin")
         else:
             res.units_read += 1
             if not _import_unit(mem, source, name, unit, None if full else ck, res, owner, control, boundary,
@@ -445,14 +475,9 @@ def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: l
     _flushed(group)   # what a stop left held
     clean = not res.stopped and res.held == 0 and res.counts["skipped_incomplete"] == 0
     res.cursor = next_cursor(cursor, scan_start=scan_start, newest=res.newest_ts, clean=clean)
-    now = time.time()
-    with transaction(mem.db):
-        if boundary_mode and clean and res.newest_start is not None:
-            mem.db.execute("UPDATE sources SET boundary = max(coalesce(boundary, 0), ?) WHERE name = ?",
-                           (res.newest_start, name))
-        mem.db.execute("UPDATE sources SET cursor=?, baseline=coalesce(baseline, ?), last_scan_at=?, "
-                       "last_sync_at=CASE WHEN ? THEN ? ELSE last_sync_at END, last_result=? WHERE name=?",
-                       (res.cursor, scan_start, now, clean, now, json.dumps(res.to_dict()), name))
+    raise_boundary = res.newest_start if boundary_mode and clean else None
+    mem.store.sources.record_run(name, cursor=res.cursor, scan_start=scan_start, clean=clean,
+                                 result=res.to_dict(), boundary=raise_boundary)
     emit({"event": "source_done", **res.to_dict()})
     return res
 
@@ -481,29 +506,34 @@ def run_sync(mem: Remem, agents: list[str] | None = None, *, full: bool = False,
     control = control or SyncControl()
     wanted = [canonical_agent(a) for a in agents] if agents else None
     plan: list[tuple[Source, str, list[Path] | None, bool]] = []
-    for agent, src in SOURCES.items():
-        if wanted is not None and agent not in wanted:
+    for key, src in SOURCES.items():
+        if wanted is not None and key not in wanted and src.agent not in wanted:
+            continue
+        if _in_projects(src):
+            plan.append((src, key, None, False))   # its roots are found when its turn comes (below)
             continue
         roots = src.discover(env)
         if roots:
-            plan.append((src, agent, None, False))
+            plan.append((src, key, roots, False))
     for name, src, roots in custom_sources(mem):
         if wanted is None or src.agent in wanted or name in (agents or []):
             plan.append((src, name, roots, True))
-    if wanted:
-        known = {p[1] for p in plan} | {p[0].agent for p in plan}
-        missing = [a for a in wanted if a not in known]
-    else:
-        missing = []
     total = dict.fromkeys(COUNT_KEYS, 0)
     per: list[dict[str, Any]] = []
-    errors: list[str] = [f"{a}: no history found on this machine" for a in missing]
+    errors: list[str] = []
     skipped: list[str] = []
+    synced: set[str] = set()
     t0 = time.time()
     with sync_lock(mem):
         for src, name, given, custom in plan:
             if control.stopped:
                 break
+            if given is None:
+                # inside project folders: the ones the histories synced so far name, and the user's
+                given = _discover(mem, name, src, env)
+                if not given:
+                    continue
+            synced.update((name, src.agent))
             r = sync_source(mem, src, name=name, roots=given, env=env, full=full, control=control,
                             on_progress=on_progress, boundary_mode=custom)
             per.append(r.to_dict())
@@ -511,6 +541,8 @@ def run_sync(mem: Remem, agents: list[str] | None = None, *, full: bool = False,
                 total[k] += r.counts[k]
             errors.extend(r.errors)
             skipped.extend(r.skipped)
+    missing = [a for a in wanted or [] if a not in synced and not control.stopped]
+    errors[:0] = [f"{a}: no history found on this machine" for a in missing]
     total["errors"] = errors[:100]  # type: ignore[assignment]
     total["skipped"] = skipped[:100]  # type: ignore[assignment]
     out = {"sources": per, "total": total, "stopped": control.stopped, "seconds": round(time.time() - t0, 3)}
@@ -543,7 +575,7 @@ def run_first_import(mem: Remem, name: str, source: Source, roots: list[Path], *
             for m in source.read(unit, ustats):
                 digest.see(m)
                 asm.feed(m)
-            done = asm.finish()
+            done = asm.finish(complete=_exports(source))
             res.counts["messages_scanned"] += digest.scanned
             res.counts["unique_messages"] += len(digest.ids)
             res.counts["skipped_incomplete"] += done.incomplete
@@ -562,10 +594,8 @@ def run_first_import(mem: Remem, name: str, source: Source, roots: list[Path], *
         chosen = [t for _, _, t in sorted(best)]
         for i in range(0, len(chosen), BATCH):
             _write(mem, res, chosen[i : i + BATCH])
-        with transaction(mem.db):
-            mem.db.execute("UPDATE sources SET boundary=?, cursor=?, last_scan_at=?, last_sync_at=?, "
-                           "last_result=? WHERE name=?", (newest, res.newest_ts, time.time(), time.time(),
-                                                         json.dumps(res.to_dict()), name))
+        mem.store.sources.record_first_import(name, boundary=newest, cursor=res.newest_ts,
+                                              result=res.to_dict())
     return res.to_dict()
 
 
@@ -596,12 +626,12 @@ def detect_sources(mem: Remem, env: Mapping[str, str] | None = None) -> list[dic
     from .custom import custom_sources
 
     env = os.environ if env is None else env
-    states = {r["name"]: dict(r) for r in mem.db.execute("SELECT * FROM sources")}
+    states = mem.store.sources.states()
     found: list[tuple[str, Source, list[Path]]] = []
-    for agent, src in SOURCES.items():
-        roots = src.discover(env)
+    for key, src in SOURCES.items():
+        roots = _discover(mem, key, src, env)
         if roots:
-            found.append((agent, src, roots))
+            found.append((key, src, roots))
     found.extend(custom_sources(mem))
     out = []
     for name, src, roots in found:

@@ -259,9 +259,13 @@ class TurnAssembler:
             ended_at=t.last_ts, model=t.model or t.fallback_model, message_ids=list(t.ids),
         )
 
-    def finish(self) -> AssembleResult:
+    def finish(self, *, complete: bool = False) -> AssembleResult:
+        """Close every session's last turn. ``complete``: the history is a saved export (SpecStory,
+        aider), as finished as it will be until the file changes, so a last turn without a reply or
+        with tool work after it is emitted as if another request followed (a later read of a grown
+        file updates it under the same ``source_key``)."""
         for session_id, sess in self.sessions.items():
-            self._close(session_id, sess, final=True)
+            self._close(session_id, sess, final=not complete, successor=complete)
         return self.result
 
 

@@ -21,7 +21,10 @@ Areas (one attribute of ``Store`` each, filled in as the code moves behind them)
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
+
+from ..scope import Scope
 
 
 @runtime_checkable
@@ -30,6 +33,9 @@ class Store(Protocol):
 
     engine: str          # "sqlite" | "postgresql"
     url: str             # the database URL without its password
+
+    @property
+    def sources(self) -> SourceState: ...
 
     @property
     def key(self) -> str:
@@ -49,3 +55,52 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+# -- sources (syncstate) --
+class SourceState(Protocol):
+    """What the sync engine keeps per source (``store.sources``): one state row per source name
+    (agent, format, status, rules, cursor, baseline, boundary, scan and sync times, last result) and
+    one checkpoint per unit (a file, or a session inside a database). Writes join the caller's
+    ``store.transaction()`` when one is open."""
+
+    def state(self, name: str) -> dict[str, Any] | None: ...
+
+    def ensure(self, name: str, *, agent: str, path: str, format: str) -> dict[str, Any]:
+        """The state of ``name``, created (active, no cursor) on first use."""
+        ...
+
+    def states(self) -> dict[str, dict[str, Any]]: ...
+
+    def record_run(self, name: str, *, cursor: float | None, scan_start: float, clean: bool,
+                   result: dict[str, Any], boundary: float | None = None, now: float | None = None) -> None:
+        """A finished sync of one source (``boundary`` only ever raises a discovered source's)."""
+        ...
+
+    def record_first_import(self, name: str, *, boundary: float | None, cursor: float | None,
+                            result: dict[str, Any], now: float | None = None) -> None: ...
+
+    def save_rules(self, name: str, *, agent: str, status: str, format: str, rules: dict[str, Any]) -> None:
+        """Create or update a source's rules and status (``draft`` | ``active`` | ``paused``)."""
+        ...
+
+    def custom(self, *, status: str = "active") -> list[dict[str, Any]]:
+        """Discovered sources (``custom:…``) of a status, rules parsed."""
+        ...
+
+    def checkpoints(self, name: str) -> dict[str, dict[str, Any]]:
+        """Unit key → checkpoint (path, size, mtime, last_ts, last_msg_id, content_hash)."""
+        ...
+
+    def save_checkpoint(self, name: str, unit: str, *, path: str, size: int | None, mtime: float | None,
+                        last_ts: float | None, last_msg_id: str, content_hash: str) -> None: ...
+
+    def drop_checkpoint(self, name: str, unit: str) -> None: ...
+
+    def project_paths(self, scope: Scope) -> list[str]:
+        """Distinct absolute project folders named by the scope's turns and sessions."""
+        ...
+
+    def imported_sessions(self, scope: Scope, source: str, session_ids: Iterable[str]) -> set[str]:
+        """Which of ``session_ids`` already hold turns imported by ``source``."""
+        ...

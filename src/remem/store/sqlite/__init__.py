@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .db import connect, transaction
 from .migrations import migrate
+from .sources import SqliteSources
 
 
 class SqliteStore:
@@ -24,6 +25,7 @@ class SqliteStore:
         self.url = url or f"sqlite:///{self.path}"
         self._readonly = readonly
         self._local = threading.local()
+        self.sources = SqliteSources(self)
 
     @property
     def key(self) -> str:
