@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .db import connect, transaction
+from .learned import SqliteLearned
 from .migrations import migrate
 
 
@@ -24,6 +25,7 @@ class SqliteStore:
         self.url = url or f"sqlite:///{self.path}"
         self._readonly = readonly
         self._local = threading.local()
+        self.learned = SqliteLearned(self)
 
     @property
     def key(self) -> str:
