@@ -101,7 +101,7 @@ def _register() -> None:
     # optional groups added by later modules
     import importlib
 
-    for name in ("sync", "recall", "service", "hooks", "bench"):
+    for name in ("sync", "recall", "service", "hooks", "bench", "learned"):
         try:
             mod = importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as e:

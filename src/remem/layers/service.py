@@ -114,10 +114,28 @@ def public(rec: dict[str, Any]) -> dict[str, Any]:
             "created_at": rec["created_at"], "updated_at": rec["updated_at"], "data": rec["data"]}
 
 
-def _record(owner: str, m: Memory, prev: dict[str, Any] | None, now: float) -> dict[str, Any]:
+def _cited(m: Memory, sessions: dict[str, list[str]]) -> list[tuple[str, str]]:
+    """Every turn the memory's text or data may quote: its evidence, and for a working state the
+    whole session, for a procedure every turn from the failure to the fix (so forgetting any of
+    them takes the memory along)."""
+    out = [(e.turn_id, e.session) for e in m.evidence]
+    for e in m.evidence[:1]:
+        turns = sessions.get(e.session, [])
+        if m.kind == "working_state":
+            out = [(t, e.session) for t in turns]
+        elif m.kind == "procedure" and e.turn_id in turns:
+            fixed = str(m.data.get("fixed_in") or "")
+            start = turns.index(e.turn_id)
+            end = turns.index(fixed) if fixed in turns else start
+            out += [(t, e.session) for t in turns[start:end + 1]]
+    return list(dict.fromkeys(out))
+
+
+def _record(owner: str, m: Memory, prev: dict[str, Any] | None, now: float,
+            sessions: dict[str, list[str]]) -> dict[str, Any]:
     data = {k: v for k, v in m.data.items()}
     data["first_seen"], data["last_seen"] = m.created_at, m.updated_at
-    evidence = [{"turn_id": e.turn_id, "session_id": e.session, "against": False} for e in m.evidence]
+    evidence = [{"turn_id": t, "session_id": sess, "against": False} for t, sess in _cited(m, sessions)]
     evidence += [{"turn_id": e.turn_id, "session_id": e.session, "against": True} for e in m.against
                  if e.turn_id not in {x["turn_id"] for x in evidence}]
     return {"owner": owner, "id": m.id, "project": m.project, "layer": m.layer, "kind": m.kind, "slot": m.slot,
@@ -167,7 +185,11 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
     stored = {s["id"]: s for s in area.list(exact)}
     locked = {i: _locked_memory(s) for i, s in stored.items() if s["locked"] and (s["text"] or s["edited"])}
     refuse = {i for i, s in stored.items() if s["decided"] in ("rejected", "archived", "forgotten")}
-    computed = learn_core(to_turns(rows), locked=locked, rejected=refuse) if rows else []
+    turns = to_turns(rows)
+    sessions: dict[str, list[str]] = {}
+    for t in turns:
+        sessions.setdefault(t.session, []).append(t.id)
+    computed = learn_core(turns, locked=locked, rejected=refuse) if rows else []
     with mem.store.transaction():
         for m in computed:
             prev = stored.pop(m.id, None)
@@ -184,7 +206,7 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
                     m.data["decided_on"] = sorted(old)
                 elif decided == "active" and m.status == "candidate":
                     m.status = "active"
-            rec = _record(owner, m, prev, now)
+            rec = _record(owner, m, prev, now, sessions)
             if prev is not None and prev["decided"] == "forgotten":
                 rec["text"], rec["data"] = "", {"decided_on": m.data.get("decided_on", [])}
             if prev is not None and not _changed(prev, rec):
