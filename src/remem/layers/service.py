@@ -253,6 +253,33 @@ def run(mem: Remem, scope: Scope, *, rebuild: bool = False) -> dict[str, Any]:
     return out
 
 
+# -- in the background ----------------------------------------------------------------------
+
+LEARN_DELAY = 30.0            # seconds a learn job waits after a write: a burst of captures learns once
+LEARN_KIND = "learn"
+
+
+def learn_delay() -> float:
+    """``REMEM_LEARN_DELAY`` (seconds) overrides the wait, for tests and impatient people."""
+    import os
+
+    try:
+        return max(0.0, float(os.environ.get("REMEM_LEARN_DELAY", LEARN_DELAY)))
+    except ValueError:
+        return LEARN_DELAY
+
+
+def learn_key(owner: str) -> str:
+    """The dedup key of an owner's learn job: at most one waits per owner."""
+    return f"learn:{owner}"
+
+
+def run_job(mem: Remem, payload: dict[str, Any]) -> dict[str, Any]:
+    """The daemon's ``learn`` job: learn what changed for the owner named in the payload."""
+    owner = str(payload.get("owner") or "") or None
+    return run(mem, mem.scope(owner), rebuild=bool(payload.get("rebuild")))
+
+
 # -- reading and governing -----------------------------------------------------------------
 
 def check_filters(status: str | None, kind: str | None) -> tuple[str, ...] | None:
