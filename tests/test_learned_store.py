@@ -121,3 +121,43 @@ def test_python_face_shape(mem):
         assert key in m
     json.dumps(m)
     assert mem.learn(rebuild=True)["created"] == 0                 # a rebuild of unchanged turns changes nothing
+
+
+def _say(mem, text: str, sessions: list[str], t0: float) -> None:
+    for i, s in enumerate(sessions):
+        mem.add_turns([TurnIn(request=text, reply="ok", owner="default", agent="claude-code", project=PROJECT,
+                              session_id=s, source_key=f"say:{s}:{text[:20]}", started_at=t0 + i * 86400,
+                              ended_at=t0 + i * 86400 + 5, message_ids=[f"say-{s}-{text[:10]}"])])
+
+
+def test_a_locked_memory_is_never_superseded(mem):
+    seed(mem, others=False)
+    mem.learn()
+    bun = find(mem, "Use bun, not npm", "active")
+    assert bun["slot"], bun
+    from remem.layers import service
+    service.act(mem, mem.scope(), bun["id"], "lock")
+    # later, in two new sessions, the user says the opposite: it would win, but bun is locked
+    _say(mem, "Use pnpm, not bun, for this project from now on.", ["s8", "s9"], 1_761_000_000.0)
+    mem.learn()
+    now = {m["id"]: m for m in mem.learned(status="all")}
+    assert now[bun["id"]]["status"] == "active" and now[bun["id"]]["locked"]
+    rival = [m for m in now.values() if m["slot"] == bun["slot"] and m["value"] != bun["value"]]
+    assert rival and all(r["status"] == "candidate" for r in rival)
+    assert rival[0]["data"].get("conflict_with") == bun["id"]
+    # unlocked, the newer better-supported value supersedes it, with an event saying so
+    service.act(mem, mem.scope(), bun["id"], "unlock")
+    mem.learn(rebuild=True)
+    after = mem.store.learned.get(mem.scope(), bun["id"])
+    assert after["status"] == "superseded" and after["superseded_by"] == rival[0]["id"]
+    assert mem.store.learned.events(mem.scope(), bun["id"])[-1]["action"] == "superseded"
+
+
+def test_writes_queue_one_learn_job_per_owner(mem):
+    from learned_data import other_turns, turns
+    for t in turns():
+        mem.add_turns([t])                        # seven captures, one at a time
+    mem.add_turns(other_turns())
+    jobs = mem.store.conn.execute("SELECT payload, status, run_after FROM jobs WHERE kind = 'learn'").fetchall()
+    assert sorted(json.loads(j[0])["owner"] for j in jobs) == ["bob", "default"]
+    assert all(j[1] == "queued" for j in jobs)
