@@ -10,9 +10,10 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from learned_data import PROJECT, seed  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+from learned_data import PROJECT, seed  # noqa: E402
 from test_mcp import _data, _text  # noqa: E402
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 import httpx
-from learned_data import PROJECT, seed, turns
 
+from learned_data import PROJECT, seed, turns
 from remem.server.testing import Daemon
 
 

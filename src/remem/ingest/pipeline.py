@@ -232,7 +232,7 @@ def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX
             else:
                 jobrepo.enqueue(db, "index", dedup_key="index:trigram", now=now)
             jobrepo.enqueue(db, "embed", dedup_key="embed:pending", now=now)
-            from ..layers.service import learn_delay, learn_key   # learned memories follow, one job per owner
+            from ..layers.service import learn_delay, learn_key  # learned memories follow, one job per owner
 
             for owner in sorted({m[0] for m in mentions}):
                 jobrepo.enqueue(db, "learn", {"owner": owner}, dedup_key=learn_key(owner),

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..ingest.normalize import InputError
 from ..ingest.redact import redact
 from ..scope import Scope
+from ..store.protocols import Learned
 from .learn import learn as learn_core
 from .types import KINDS, STATUSES, Action, Memory, Turn
 
@@ -37,6 +38,11 @@ _READ = frozenset(("read", "read_file", "view", "open_file", "cat"))
 
 class LearnedNotFound(InputError):
     """No learned memory (or event) with that id in this scope."""
+
+
+def _area(mem: Remem) -> Learned:
+    """The store's learned area (``store.learned``; not yet on the shared ``Store`` protocol)."""
+    return mem.store.learned  # type: ignore[attr-defined,no-any-return]
 
 
 # -- turns as the core sees them ----------------------------------------------------------
@@ -77,7 +83,8 @@ def to_action(call: dict[str, Any]) -> Action:
 
 
 def to_turns(rows: list[dict[str, Any]]) -> list[Turn]:
-    out, index = [], {}
+    out: list[Turn] = []
+    index: dict[str, int] = {}
     for r in rows:
         try:
             calls = json.loads(r.get("actions_json") or "[]")
@@ -177,7 +184,7 @@ def _locked_memory(s: dict[str, Any]) -> Memory:
 def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, float] | None,
                   now: float) -> dict[str, int]:
     """Recompute one owner's project from its turns and write the differences with events."""
-    area = mem.store.learned
+    area = _area(mem)
     counts = {"created": 0, "updated": 0, "dropped": 0, "turns": 0}
     rows = area.turns_in_time_order(owner, project) if seen else []
     counts["turns"] = len(rows)
@@ -233,7 +240,7 @@ def run(mem: Remem, scope: Scope, *, rebuild: bool = False) -> dict[str, Any]:
     """Learn every project in scope whose turns changed since its last learn (all with ``rebuild``)."""
     t0 = time.perf_counter()
     now = time.time()
-    area = mem.store.learned
+    area = _area(mem)
     have = area.projects(scope)
     cursors = area.cursors(scope)
     out: dict[str, Any] = {"projects": 0, "skipped": 0, "turns": 0, "created": 0, "updated": 0, "dropped": 0}
@@ -297,12 +304,12 @@ def check_filters(status: str | None, kind: str | None) -> tuple[str, ...] | Non
 def listing(mem: Remem, scope: Scope, *, status: str | None = "active",
             kind: str | None = None) -> list[dict[str, Any]]:
     statuses = check_filters(status, kind)
-    return [public(r) for r in mem.store.learned.list(scope, statuses=statuses, kind=kind)
+    return [public(r) for r in _area(mem).list(scope, statuses=statuses, kind=kind)
             if r["decided"] != "forgotten"]
 
 
 def _get(mem: Remem, scope: Scope, memory_id: str) -> dict[str, Any]:
-    rec = mem.store.learned.get(scope, memory_id)
+    rec = _area(mem).get(scope, memory_id)
     if rec is None or rec["decided"] == "forgotten":
         raise LearnedNotFound(f"no learned memory {memory_id!r} in this scope (see remem learned list --status all)")
     return rec
@@ -311,7 +318,7 @@ def _get(mem: Remem, scope: Scope, memory_id: str) -> dict[str, Any]:
 def show(mem: Remem, scope: Scope, memory_id: str, *, quote: int = 200) -> dict[str, Any]:
     """One memory with its evidence turns' requests (shortened) and its history."""
     rec = _get(mem, scope, memory_id)
-    turns = mem.store.learned.turn_requests(scope, [e["turn_id"] for e in rec["evidence"]])
+    turns = _area(mem).turn_requests(scope, [e["turn_id"] for e in rec["evidence"]])
     out = public(rec)
     out["quotes"] = []
     for e in rec["evidence"]:
@@ -326,8 +333,8 @@ def show(mem: Remem, scope: Scope, memory_id: str, *, quote: int = 200) -> dict[
 
 
 def history(mem: Remem, scope: Scope, memory_id: str) -> list[dict[str, Any]]:
-    events = mem.store.learned.events(scope, memory_id)
-    if not events and mem.store.learned.get(scope, memory_id) is None:
+    events = _area(mem).events(scope, memory_id)
+    if not events and _area(mem).get(scope, memory_id) is None:
         raise LearnedNotFound(f"no learned memory {memory_id!r} in this scope")
     return events
 
@@ -337,7 +344,7 @@ def act(mem: Remem, scope: Scope, memory_id: str, action: str, *, text: str | No
     """A user's decision on one memory, written with its event. Returns the memory after it."""
     if action not in ACTIONS:
         raise InputError(f"unknown action {action!r}: one of {', '.join(ACTIONS)}")
-    area = mem.store.learned
+    area = _area(mem)
     with mem.store.transaction():
         rec = _get(mem, scope, memory_id)
         before = view(rec)
@@ -376,7 +383,7 @@ def act(mem: Remem, scope: Scope, memory_id: str, action: str, *, text: str | No
 
 def rollback(mem: Remem, scope: Scope, event_id: int, *, actor: str = "user") -> dict[str, Any]:
     """Put a memory back as it was before one event (a creation rolled back rejects it)."""
-    area = mem.store.learned
+    area = _area(mem)
     with mem.store.transaction():
         ev = area.event(scope, int(event_id))
         if ev is None:

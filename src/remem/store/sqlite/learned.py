@@ -6,6 +6,7 @@ narrow them). The cascade from forgotten turns is a trigger (migration ``m009_le
 
 from __future__ import annotations
 
+import builtins
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -111,7 +112,7 @@ class SqliteLearned:
         return out
 
     def list(self, scope: Scope, *, statuses: tuple[str, ...] | None = None, kind: str | None = None,
-             ids: list[str] | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+             ids: builtins.list[str] | None = None, limit: int | None = None) -> builtins.list[dict[str, Any]]:
         """Memories in scope, best first (status, confidence, newest), each with its evidence."""
         where, params = _where(scope)
         if statuses:
@@ -179,7 +180,7 @@ class SqliteLearned:
         return int(self._db.execute("DELETE FROM learned_events WHERE owner = ? AND learned_id = ?",
                                     (owner, memory_id)).rowcount)
 
-    def _event_rows(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+    def _event_rows(self, sql: str, params: builtins.list[Any]) -> builtins.list[dict[str, Any]]:
         out = []
         for r in self._db.execute(sql, params):
             d = dict(r)
@@ -188,7 +189,7 @@ class SqliteLearned:
             out.append(d)
         return out
 
-    def events(self, scope: Scope, memory_id: str) -> list[dict[str, Any]]:
+    def events(self, scope: Scope, memory_id: str) -> builtins.list[dict[str, Any]]:
         """The memory's events, oldest first (owners of the scope only)."""
         owners = ",".join("?" * len(scope.owners))
         return self._event_rows(
