@@ -284,7 +284,16 @@ def learn_key(owner: str) -> str:
 def run_job(mem: Remem, payload: dict[str, Any]) -> dict[str, Any]:
     """The daemon's ``learn`` job: learn what changed for the owner named in the payload."""
     owner = str(payload.get("owner") or "") or None
-    return run(mem, mem.scope(owner), rebuild=bool(payload.get("rebuild")))
+    scope = mem.scope(owner)
+    out = run(mem, scope, rebuild=bool(payload.get("rebuild")))
+    for _ in range(2):   # turns written while it ran (their enqueue met this running job): learn them too
+        more = run(mem, scope)
+        if not more["projects"]:
+            break
+        for k in ("projects", "turns", "created", "updated", "dropped"):
+            out[k] += more[k]
+        out["learned"] = more["learned"]
+    return out
 
 
 # -- reading and governing -----------------------------------------------------------------
