@@ -288,8 +288,7 @@ class Remem:
     def stats(self, *, owner: str | builtins.list[str] | None = None) -> dict[str, Any]:
         sc = self.scope(owner)
         out = turnrepo.counts(self.db, sc)
-        where, params = sc.sql()
-        out["memories"] = self.db.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchone()[0]
+        out["learned"] = sum(self.store.learned.count(sc).values())  # type: ignore[attr-defined]
         out["owners"] = list(sc.owners)
         out["vectors"] = vecrepo.stats(self.db)
         out["jobs_pending"] = jobrepo.pending_count(self.db)
@@ -492,6 +491,22 @@ class Remem:
         checks["jobs"] = {"ok": failed_jobs == 0, "detail": f"{jobrepo.pending_count(db)} queued, "
                           f"{failed_jobs} failed, {pending} turns waiting for embeddings"}
         return {"ok": all(c["ok"] for c in checks.values()), "checks": checks}
+
+    # -- learned memories (layers/service.py) ------------------------------------------------
+    def learn(self, project: str | None = None, rebuild: bool = False, *,
+              owner: str | builtins.list[str] | None = None) -> dict[str, Any]:
+        """Learn preferences, conventions, decisions, procedures and facts from the stored turns
+        now: every project in scope whose turns changed since its last learn (all with ``rebuild``)."""
+        from .layers import service
+
+        return service.run(self, self.scope(owner, project=project), rebuild=rebuild)
+
+    def learned(self, project: str | None = None, status: str | None = "active", kind: str | None = None, *,
+                owner: str | builtins.list[str] | None = None) -> builtins.list[dict[str, Any]]:
+        """Learned memories in scope (``status`` one of the lifecycle states, "review" or "all")."""
+        from .layers import service
+
+        return service.listing(self, self.scope(owner, project=project), status=status, kind=kind)
 
 
 def _import_record(rec: Any, owner: str | None, default_owner: str) -> tuple[TurnIn, dict[str, Any]]:

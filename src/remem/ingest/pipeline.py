@@ -232,6 +232,11 @@ def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX
             else:
                 jobrepo.enqueue(db, "index", dedup_key="index:trigram", now=now)
             jobrepo.enqueue(db, "embed", dedup_key="embed:pending", now=now)
+            from ..layers.service import learn_delay, learn_key  # learned memories follow, one job per owner
+
+            for owner in sorted({m[0] for m in mentions}):
+                jobrepo.enqueue(db, "learn", {"owner": owner}, dedup_key=learn_key(owner),
+                                run_after=now + learn_delay(), now=now)
         c = out.counts
         if audit and (changed or c["skipped_forgotten"] or c["times_fixed"]):
             db.execute("INSERT INTO audit (ts, action, owner, target, detail) VALUES (?,?,?,?,?)",

@@ -185,8 +185,16 @@ def plain(value: Any) -> dict[str, Any]:
     return data if isinstance(data, dict) else {"result": data}
 
 
+def run_learn(ctx: JobContext) -> dict[str, Any]:
+    """Learned memories for one owner after a sync or capture (``layers.service``)."""
+    from ..layers import service
+
+    ctx.report({"phase": "learning", "owner": ctx.payload.get("owner")})
+    return plain(service.run_job(ctx.mem, ctx.payload))
+
+
 HANDLERS: dict[str, Handler] = {"embed": run_embed, "index": run_index, "sync": run_sync_job,
-                                "discover": run_discover}
+                                "discover": run_discover, "learn": run_learn}
 
 
 # -- background work the daemon schedules by itself ------------------------------------------

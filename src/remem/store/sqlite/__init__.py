@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .db import connect, transaction
+from .learned import SqliteLearned
 from .migrations import migrate
 from .sources import SqliteSources
 
@@ -26,6 +27,7 @@ class SqliteStore:
         self._readonly = readonly
         self._local = threading.local()
         self.sources = SqliteSources(self)
+        self.learned = SqliteLearned(self)
 
     @property
     def key(self) -> str:

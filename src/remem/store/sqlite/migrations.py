@@ -485,3 +485,104 @@ def m008_plausible_times(db: sqlite3.Connection) -> None:
         END;
         """
     )
+
+
+@migration
+def m009_learned(db: sqlite3.Connection) -> None:
+    """Learned memories (issue 16): L2 rules / procedures and L3 facts above the turns, each citing
+    its evidence turns, with an event per change (before / after) and a per-project learn cursor.
+    Forgetting a turn cascades here in the database itself, whoever deletes it: a memory it
+    supported loses the turn; one left without evidence goes; a machine-made one that may quote
+    it goes too (the next learn recomputes it from the turns that remain); a user-decided one
+    (locked, rejected, archived, approved) keeps its decision but not the text unless the user
+    wrote it. Events of those memories go (they quote the text); one 'forgotten' event without
+    text says why."""
+    script(
+        db,
+        """
+        CREATE TABLE learned (
+            owner TEXT NOT NULL,
+            id TEXT NOT NULL,                    -- stable: project, kind and identity (a rebuild keeps it)
+            project TEXT NOT NULL DEFAULT '',
+            layer TEXT NOT NULL DEFAULT 'L2' CHECK (layer IN ('L2','L3')),
+            kind TEXT NOT NULL,
+            slot TEXT NOT NULL DEFAULT '',
+            value TEXT NOT NULL DEFAULT '',
+            text TEXT NOT NULL DEFAULT '',
+            status TEXT NOT NULL DEFAULT 'candidate'
+                CHECK (status IN ('candidate','active','superseded','archived','rejected')),
+            confidence REAL NOT NULL DEFAULT 0,
+            support_sessions INTEGER NOT NULL DEFAULT 0,
+            support_turns INTEGER NOT NULL DEFAULT 0,
+            locked INTEGER NOT NULL DEFAULT 0,
+            edited INTEGER NOT NULL DEFAULT 0,   -- the text is the user's (remem learned edit)
+            decided TEXT NOT NULL DEFAULT '',    -- the user's verdict: '' | active | rejected | archived
+            polarity INTEGER NOT NULL DEFAULT 1,
+            scope TEXT NOT NULL DEFAULT 'project',
+            data TEXT NOT NULL DEFAULT '{}',     -- kind-specific fields (procedure trigger, conflict_with, ...)
+            stale INTEGER NOT NULL DEFAULT 0,    -- an evidence turn was forgotten: text cleared until relearned
+            created_at REAL NOT NULL, updated_at REAL NOT NULL,
+            superseded_by TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (owner, id)
+        ) WITHOUT ROWID;
+        CREATE INDEX learned_scope ON learned(owner, project, status, kind);
+        CREATE INDEX learned_stale ON learned(owner, stale);
+        CREATE TABLE learned_evidence (
+            owner TEXT NOT NULL,
+            learned_id TEXT NOT NULL,
+            turn_id TEXT NOT NULL,
+            session_id TEXT NOT NULL DEFAULT '',
+            against INTEGER NOT NULL DEFAULT 0,  -- 1: the turn contradicts the memory
+            pos INTEGER NOT NULL DEFAULT 0,      -- time order of the evidence
+            PRIMARY KEY (owner, learned_id, turn_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX learned_evidence_turn ON learned_evidence(turn_id);
+        CREATE TABLE learned_events (
+            id INTEGER PRIMARY KEY,
+            owner TEXT NOT NULL,
+            learned_id TEXT NOT NULL,
+            ts REAL NOT NULL,
+            action TEXT NOT NULL,                -- created | updated | activated | superseded | dropped |
+                                                 -- approve | reject | edit | lock | unlock | archive |
+                                                 -- rollback | forgotten
+            before_json TEXT,                    -- the memory before (NULL: it did not exist)
+            after_json TEXT,                     -- the memory after (NULL: it is gone)
+            actor TEXT NOT NULL DEFAULT 'learner'   -- learner | user
+        );
+        CREATE INDEX learned_events_memory ON learned_events(owner, learned_id, id);
+        CREATE TABLE learned_cursor (            -- what the last learn of a project saw
+            owner TEXT NOT NULL,
+            project TEXT NOT NULL,
+            turns INTEGER NOT NULL DEFAULT 0,
+            last_rowid INTEGER NOT NULL DEFAULT 0,
+            last_update REAL NOT NULL DEFAULT 0,
+            learned_at REAL NOT NULL DEFAULT 0,
+            dirty INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (owner, project)
+        ) WITHOUT ROWID;
+        CREATE TRIGGER learned_turn_forgotten AFTER DELETE ON turns
+        WHEN EXISTS (SELECT 1 FROM learned_evidence WHERE turn_id = old.id) BEGIN
+            UPDATE learned SET stale = 1 WHERE owner = old.owner AND id IN
+                (SELECT learned_id FROM learned_evidence WHERE owner = old.owner AND turn_id = old.id);
+            DELETE FROM learned_evidence WHERE owner = old.owner AND turn_id = old.id;
+            DELETE FROM learned_events WHERE owner = old.owner AND learned_id IN
+                (SELECT id FROM learned WHERE owner = old.owner AND stale = 1);
+            INSERT INTO learned_events (owner, learned_id, ts, action, before_json, after_json, actor)
+                SELECT owner, id, (julianday('now') - 2440587.5) * 86400.0, 'forgotten',
+                       json_object('reason', 'an evidence turn was forgotten', 'kind', kind, 'status', status),
+                       NULL, 'forget'
+                FROM learned WHERE owner = old.owner AND stale = 1;
+            UPDATE learned SET stale = 3 WHERE owner = old.owner AND stale = 1 AND (
+                (locked = 0 AND decided = '') OR NOT EXISTS (SELECT 1 FROM learned_evidence e
+                    WHERE e.owner = learned.owner AND e.learned_id = learned.id AND e.against = 0));
+            DELETE FROM learned_evidence WHERE owner = old.owner AND learned_id IN
+                (SELECT id FROM learned WHERE owner = old.owner AND stale = 3);
+            DELETE FROM learned WHERE owner = old.owner AND stale = 3;
+            UPDATE learned SET text = CASE WHEN edited = 1 THEN text ELSE '' END, stale = 2,
+                data = json_object('decided_on', json(coalesce(json_extract(data, '$.decided_on'), '[]')))
+                WHERE owner = old.owner AND stale = 1;
+            INSERT INTO learned_cursor (owner, project, dirty) VALUES (old.owner, old.project, 1)
+                ON CONFLICT (owner, project) DO UPDATE SET dirty = 1;
+        END;
+        """
+    )

@@ -1,0 +1,426 @@
+"""The learn job and the user's governance of learned memories, over the store (``store.learned``).
+
+``run(mem, scope)`` feeds the stored turns of every project that changed since its last learn
+(time order, per owner and project) through the pure core (``layers.learn``), keeps what the user
+decided (locked and edited text, approvals, rejections, archives, forgets), redacts the text with
+the ingest redactor, and writes each change with an event holding the memory before and after.
+A project is always recomputed from all its turns (the lifecycle folds across sessions), so an
+incremental run and ``rebuild=True`` give the same memories; incremental only skips projects whose
+turns did not change. The user's actions (approve, reject, edit, lock, forget, rollback) are
+events too and any event can be rolled back.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..ingest.normalize import InputError
+from ..ingest.redact import redact
+from ..scope import Scope
+from ..store.protocols import Learned
+from .learn import learn as learn_core
+from .types import KINDS, STATUSES, Action, Memory, Turn
+
+if TYPE_CHECKING:
+    from ..core import Remem
+
+OUTPUT_KEEP = 1500            # characters of each tool output the extractors see (head and tail)
+VERDICTS = {"good": "approve", "bad": "reject", "outdated": "archive"}
+ACTIONS = ("approve", "reject", "archive", "edit", "lock", "unlock", "forget")
+_SHELL = frozenset(("bash", "shell", "exec_command", "local_shell", "run_shell_command", "run_terminal_cmd",
+                    "terminal", "powershell", "execute_command", "shell_command"))
+_EDIT = frozenset(("edit", "write", "multiedit", "apply_patch", "replace", "write_file", "edit_file",
+                   "str_replace_based_edit_tool", "create_file", "notebookedit", "search_replace"))
+_READ = frozenset(("read", "read_file", "view", "open_file", "cat"))
+
+
+class LearnedNotFound(InputError):
+    """No learned memory (or event) with that id in this scope."""
+
+
+def _area(mem: Remem) -> Learned:
+    """The store's learned area (``store.learned``; not yet on the shared ``Store`` protocol)."""
+    return mem.store.learned  # type: ignore[attr-defined,no-any-return]
+
+
+# -- turns as the core sees them ----------------------------------------------------------
+
+def _short(text: str) -> str:
+    if len(text) <= OUTPUT_KEEP:
+        return text
+    half = OUTPUT_KEEP // 2
+    return text[:half] + "\n…\n" + text[-half:]
+
+
+def to_action(call: dict[str, Any]) -> Action:
+    """One stored tool call (name, input, output, is_error) as a core ``Action``."""
+    name = str(call.get("name") or "")
+    raw = str(call.get("input") or "")
+    args: Any = None
+    if raw[:1] in "{[":
+        try:
+            args = json.loads(raw)
+        except ValueError:
+            args = None
+    command, path = "", ""
+    if isinstance(args, dict):
+        cmd = args.get("command", args.get("cmd", ""))
+        if isinstance(cmd, list):   # codex: ["bash", "-lc", "npm test"]
+            cmd = cmd[-1] if cmd else ""
+        command = str(cmd or "")
+        path = str(args.get("file_path") or args.get("path") or args.get("notebook_path")
+                   or args.get("target_file") or "")
+    low = name.lower()
+    tool = ("shell" if low in _SHELL or (command and low not in _EDIT | _READ) else
+            "edit" if low in _EDIT else "read" if low in _READ else low)
+    if tool == "shell" and not command:
+        command = raw
+    status = "failed" if call.get("is_error") else ""
+    return Action(tool=tool, command=command, path=path, output=_short(str(call.get("output") or "")),
+                  status=status)
+
+
+def to_turns(rows: list[dict[str, Any]]) -> list[Turn]:
+    out: list[Turn] = []
+    index: dict[str, int] = {}
+    for r in rows:
+        try:
+            calls = json.loads(r.get("actions_json") or "[]")
+        except ValueError:
+            calls = []
+        sess = r.get("session_id") or f"turn:{r['id']}"
+        index[sess] = index.get(sess, 0) + 1
+        out.append(Turn(id=r["id"], session=sess, request=r.get("request") or "", reply=r.get("reply") or "",
+                        actions=[to_action(c) for c in calls if isinstance(c, dict) and c.get("name") != "note"],
+                        project=r.get("project") or "", ts=r.get("started_at") or r.get("ended_at")
+                        or r.get("created_at"), index=index[sess]))
+    return out
+
+
+# -- records -------------------------------------------------------------------------------
+
+def view(rec: dict[str, Any]) -> dict[str, Any]:
+    """What an event keeps of a memory (before / after) and what rollback restores."""
+    return {k: rec.get(k) for k in ("id", "kind", "status", "text", "confidence", "locked", "edited", "decided",
+                                    "superseded_by", "slot", "value")} | {
+        "evidence": [e["turn_id"] for e in rec.get("evidence") or []]}
+
+
+def public(rec: dict[str, Any]) -> dict[str, Any]:
+    """A learned memory as the faces show it (``Remem.learned``)."""
+    support = [e for e in rec["evidence"] if not e.get("against")]
+    return {"id": rec["id"], "layer": rec["layer"], "kind": rec["kind"], "text": rec["text"],
+            "status": rec["status"], "confidence": round(float(rec["confidence"]), 3), "scope": rec["scope"],
+            "project": rec["project"], "owner": rec["owner"], "slot": rec["slot"], "value": rec["value"],
+            "evidence": [e["turn_id"] for e in support],
+            "against": [e["turn_id"] for e in rec["evidence"] if e.get("against")],
+            "sessions": rec["sessions"], "turns": rec["turns"], "locked": rec["locked"], "edited": rec["edited"],
+            "decided": rec["decided"] or None, "superseded_by": rec["superseded_by"] or None,
+            "created_at": rec["created_at"], "updated_at": rec["updated_at"], "data": rec["data"]}
+
+
+def _cited(m: Memory, sessions: dict[str, list[str]]) -> list[tuple[str, str]]:
+    """Every turn the memory's text or data may quote: its evidence, and for a working state the
+    whole session, for a procedure every turn from the failure to the fix (so forgetting any of
+    them takes the memory along)."""
+    out = [(e.turn_id, e.session) for e in m.evidence]
+    for e in m.evidence[:1]:
+        turns = sessions.get(e.session, [])
+        if m.kind == "working_state":
+            out = [(t, e.session) for t in turns]
+        elif m.kind == "procedure" and e.turn_id in turns:
+            fixed = str(m.data.get("fixed_in") or "")
+            start = turns.index(e.turn_id)
+            end = turns.index(fixed) if fixed in turns else start
+            out += [(t, e.session) for t in turns[start:end + 1]]
+    return list(dict.fromkeys(out))
+
+
+def _record(owner: str, m: Memory, prev: dict[str, Any] | None, now: float,
+            sessions: dict[str, list[str]]) -> dict[str, Any]:
+    data = {k: v for k, v in m.data.items()}
+    data["first_seen"], data["last_seen"] = m.created_at, m.updated_at
+    evidence = [{"turn_id": t, "session_id": sess, "against": False} for t, sess in _cited(m, sessions)]
+    evidence += [{"turn_id": e.turn_id, "session_id": e.session, "against": True} for e in m.against
+                 if e.turn_id not in {x["turn_id"] for x in evidence}]
+    return {"owner": owner, "id": m.id, "project": m.project, "layer": m.layer, "kind": m.kind, "slot": m.slot,
+            "value": m.value, "text": redact(m.text).text, "status": m.status,
+            "confidence": round(m.confidence, 4), "sessions": len(m.sessions), "turns": len(m.evidence),
+            "locked": m.locked, "edited": bool(prev and prev["edited"]), "decided": prev["decided"] if prev else "",
+            "polarity": m.polarity, "scope": m.scope, "data": data, "stale": 0,
+            "created_at": prev["created_at"] if prev else now, "updated_at": now,
+            "superseded_by": m.superseded_by, "evidence": evidence}
+
+
+_COMPARED = ("text", "status", "confidence", "sessions", "turns", "locked", "superseded_by", "kind", "value")
+
+
+def _changed(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    if any(a[k] != b[k] for k in _COMPARED) or a["stale"] != b["stale"]:
+        return True
+    if [e["turn_id"] for e in a["evidence"]] != [e["turn_id"] for e in b["evidence"]]:
+        return True
+    strip = ("first_seen", "last_seen")
+    return {k: v for k, v in a["data"].items() if k not in strip} != {
+        k: v for k, v in b["data"].items() if k not in strip}
+
+
+def _action(prev: dict[str, Any] | None, rec: dict[str, Any]) -> str:
+    if prev is None:
+        return "created"
+    if prev["status"] != rec["status"] and rec["status"] in ("active", "superseded"):
+        return "activated" if rec["status"] == "active" else "superseded"
+    return "updated"
+
+
+# -- the learn job -------------------------------------------------------------------------
+
+def _locked_memory(s: dict[str, Any]) -> Memory:
+    return Memory(id=s["id"], kind=s["kind"], key="", text=s["text"], status=s["status"], locked=True)
+
+
+def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, float] | None,
+                  now: float) -> dict[str, int]:
+    """Recompute one owner's project from its turns and write the differences with events."""
+    area = _area(mem)
+    counts = {"created": 0, "updated": 0, "dropped": 0, "turns": 0}
+    rows = area.turns_in_time_order(owner, project) if seen else []
+    counts["turns"] = len(rows)
+    exact = Scope(owners=(owner,), project=project)
+    stored = {s["id"]: s for s in area.list(exact)}
+    locked = {i: _locked_memory(s) for i, s in stored.items() if s["locked"] and (s["text"] or s["edited"])}
+    refuse = {i for i, s in stored.items() if s["decided"] in ("rejected", "archived", "forgotten")}
+    turns = to_turns(rows)
+    sessions: dict[str, list[str]] = {}
+    for t in turns:
+        sessions.setdefault(t.session, []).append(t.id)
+    computed = learn_core(turns, locked=locked, rejected=refuse) if rows else []
+    with mem.store.transaction():
+        for m in computed:
+            prev = stored.pop(m.id, None)
+            if prev is not None:
+                if prev["locked"] and m.id not in locked:   # locked, its text cleared by a forget
+                    m.locked, m.status = True, prev["status"]
+                decided = prev["decided"]
+                if decided in ("rejected", "archived", "forgotten"):
+                    old = set(prev["data"].get("decided_on") or [])
+                    fresh = {e.turn_id for e in m.evidence} - old
+                    m.status = "rejected" if decided == "forgotten" else decided
+                    if decided == "rejected" and fresh and old:
+                        m.status, m.data["reconsider"] = "candidate", sorted(fresh)
+                    m.data["decided_on"] = sorted(old)
+                elif decided == "active" and m.status == "candidate":
+                    m.status = "active"
+            rec = _record(owner, m, prev, now, sessions)
+            if prev is not None and prev["decided"] == "forgotten":
+                rec["text"], rec["data"] = "", {"decided_on": m.data.get("decided_on", [])}
+            if prev is not None and not _changed(prev, rec):
+                continue
+            area.put(rec)
+            action = _action(prev, rec)
+            area.add_event(owner, m.id, action, None if prev is None else view(prev), view(rec),
+                           actor="learner", ts=now)
+            counts["created" if prev is None else "updated"] += 1
+        for s in stored.values():                       # no longer learned from the turns
+            if (s["locked"] or s["decided"]) and s["evidence"]:
+                continue
+            area.delete(owner, s["id"])
+            area.add_event(owner, s["id"], "dropped", view(s), None, actor="learner", ts=now)
+            counts["dropped"] += 1
+        if seen:
+            area.set_cursor(owner, project, seen, now)
+        else:
+            area.drop_cursor(owner, project)
+    return counts
+
+
+def run(mem: Remem, scope: Scope, *, rebuild: bool = False) -> dict[str, Any]:
+    """Learn every project in scope whose turns changed since its last learn (all with ``rebuild``)."""
+    t0 = time.perf_counter()
+    now = time.time()
+    area = _area(mem)
+    have = area.projects(scope)
+    cursors = area.cursors(scope)
+    out: dict[str, Any] = {"projects": 0, "skipped": 0, "turns": 0, "created": 0, "updated": 0, "dropped": 0}
+    for key in sorted(set(have) | set(cursors)):
+        seen, cur = have.get(key), cursors.get(key)
+        fresh = (cur is not None and not cur["dirty"] and seen is not None
+                 and (cur["turns"], cur["last_rowid"], cur["last_update"]) == seen)
+        if fresh and not rebuild:
+            out["skipped"] += 1
+            continue
+        got = learn_project(mem, key[0], key[1], seen, now)
+        out["projects"] += 1
+        for k, v in got.items():
+            out[k] += v
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    out["learned"] = area.count(scope)
+    return out
+
+
+# -- in the background ----------------------------------------------------------------------
+
+LEARN_DELAY = 30.0            # seconds a learn job waits after a write: a burst of captures learns once
+LEARN_KIND = "learn"
+
+
+def learn_delay() -> float:
+    """``REMEM_LEARN_DELAY`` (seconds) overrides the wait, for tests and impatient people."""
+    import os
+
+    try:
+        return max(0.0, float(os.environ.get("REMEM_LEARN_DELAY", LEARN_DELAY)))
+    except ValueError:
+        return LEARN_DELAY
+
+
+def learn_key(owner: str) -> str:
+    """The dedup key of an owner's learn job: at most one waits per owner."""
+    return f"learn:{owner}"
+
+
+def run_job(mem: Remem, payload: dict[str, Any]) -> dict[str, Any]:
+    """The daemon's ``learn`` job: learn what changed for the owner named in the payload."""
+    owner = str(payload.get("owner") or "") or None
+    scope = mem.scope(owner)
+    out = run(mem, scope, rebuild=bool(payload.get("rebuild")))
+    for _ in range(2):   # turns written while it ran (their enqueue met this running job): learn them too
+        more = run(mem, scope)
+        if not more["projects"]:
+            break
+        for k in ("projects", "turns", "created", "updated", "dropped"):
+            out[k] += more[k]
+        out["learned"] = more["learned"]
+    return out
+
+
+# -- reading and governing -----------------------------------------------------------------
+
+def check_filters(status: str | None, kind: str | None) -> tuple[str, ...] | None:
+    if kind is not None and kind not in KINDS:
+        raise InputError(f"unknown kind {kind!r}: one of {', '.join(KINDS)}")
+    if status in (None, "", "all"):
+        return None
+    if status == "review":
+        return ("candidate",)
+    if status not in STATUSES:
+        raise InputError(f"unknown status {status!r}: one of {', '.join(STATUSES)}, review or all")
+    return (status,)
+
+
+def listing(mem: Remem, scope: Scope, *, status: str | None = "active",
+            kind: str | None = None) -> list[dict[str, Any]]:
+    statuses = check_filters(status, kind)
+    return [public(r) for r in _area(mem).list(scope, statuses=statuses, kind=kind)
+            if r["decided"] != "forgotten"]
+
+
+def _get(mem: Remem, scope: Scope, memory_id: str) -> dict[str, Any]:
+    rec = _area(mem).get(scope, memory_id)
+    if rec is None or rec["decided"] == "forgotten":
+        raise LearnedNotFound(f"no learned memory {memory_id!r} in this scope (see remem learned list --status all)")
+    return rec
+
+
+def show(mem: Remem, scope: Scope, memory_id: str, *, quote: int = 200) -> dict[str, Any]:
+    """One memory with its evidence turns' requests (shortened) and its history."""
+    rec = _get(mem, scope, memory_id)
+    turns = _area(mem).turn_requests(scope, [e["turn_id"] for e in rec["evidence"]])
+    out = public(rec)
+    out["quotes"] = []
+    for e in rec["evidence"]:
+        t = turns.get(e["turn_id"])
+        if t is None:
+            continue
+        text = " ".join((t["request"] or "").split())
+        out["quotes"].append({"turn_id": e["turn_id"], "session_id": t["session_id"], "at": t["started_at"],
+                              "against": e["against"],
+                              "request": text if len(text) <= quote else text[:quote - 1] + "…"})
+    return out
+
+
+def history(mem: Remem, scope: Scope, memory_id: str) -> list[dict[str, Any]]:
+    events = _area(mem).events(scope, memory_id)
+    if not events and _area(mem).get(scope, memory_id) is None:
+        raise LearnedNotFound(f"no learned memory {memory_id!r} in this scope")
+    return events
+
+
+def act(mem: Remem, scope: Scope, memory_id: str, action: str, *, text: str | None = None,
+        note: str = "", actor: str = "user") -> dict[str, Any]:
+    """A user's decision on one memory, written with its event. Returns the memory after it."""
+    if action not in ACTIONS:
+        raise InputError(f"unknown action {action!r}: one of {', '.join(ACTIONS)}")
+    area = _area(mem)
+    with mem.store.transaction():
+        rec = _get(mem, scope, memory_id)
+        before = view(rec)
+        new = {**rec, "data": dict(rec["data"]), "updated_at": time.time()}
+        if action == "approve":
+            new["status"], new["decided"] = "active", "active"
+        elif action in ("reject", "archive", "forget"):
+            new["status"] = "rejected" if action in ("reject", "forget") else "archived"
+            new["decided"] = {"reject": "rejected", "archive": "archived", "forget": "forgotten"}[action]
+            new["data"]["decided_on"] = [e["turn_id"] for e in rec["evidence"]]
+            new["data"].pop("reconsider", None)
+        elif action == "edit":
+            clean = " ".join((text or "").split())
+            if not clean:
+                raise InputError("the new text is empty")
+            if len(clean) > 2000:
+                raise InputError("the new text is longer than 2000 characters")
+            new["text"], new["edited"], new["locked"] = redact(clean).text, True, True
+        elif action == "lock":
+            new["locked"] = True
+        elif action == "unlock":
+            new["locked"] = False
+        if note:
+            new["data"]["note"] = redact(note[:500]).text
+        if action == "forget":   # a tombstone: the learner never re-creates it; its events quote it
+            new["text"], new["data"] = "", {"decided_on": new["data"]["decided_on"]}
+        area.put(new)
+        if action == "forget":
+            area.purge_events(rec["owner"], memory_id)
+            area.add_event(rec["owner"], memory_id, "forget", {"kind": rec["kind"], "status": rec["status"]},
+                           None, actor=actor, ts=new["updated_at"])
+        else:
+            area.add_event(rec["owner"], memory_id, action, before, view(new), actor=actor, ts=new["updated_at"])
+    return public(new)
+
+
+def rollback(mem: Remem, scope: Scope, event_id: int, *, actor: str = "user") -> dict[str, Any]:
+    """Put a memory back as it was before one event (a creation rolled back rejects it)."""
+    area = _area(mem)
+    with mem.store.transaction():
+        ev = area.event(scope, int(event_id))
+        if ev is None:
+            raise LearnedNotFound(f"no learned event {event_id} in this scope (see remem learned history ID)")
+        rec = area.get(scope, ev["learned_id"])
+        if rec is None or rec["decided"] == "forgotten":
+            raise LearnedNotFound(f"learned memory {ev['learned_id']!r} is gone; its events cannot be rolled back")
+        before = view(rec)
+        new = {**rec, "data": dict(rec["data"]), "updated_at": time.time()}
+        old = ev["before"]
+        if old is None:
+            new["status"], new["decided"] = "rejected", "rejected"
+            new["data"]["decided_on"] = [e["turn_id"] for e in rec["evidence"]]
+        else:
+            for k in ("status", "locked", "edited", "decided", "superseded_by"):
+                if k in old and old[k] is not None:
+                    new[k] = old[k]
+            if old.get("text"):
+                new["text"] = redact(str(old["text"])).text
+        area.put(new)
+        area.add_event(rec["owner"], rec["id"], "rollback", before, view(new) | {"event": ev["id"]}, actor=actor,
+                       ts=new["updated_at"])
+    return public(new)
+
+
+def feedback(mem: Remem, scope: Scope, memory_id: str, verdict: str, note: str = "",
+             actor: str = "agent") -> dict[str, Any]:
+    """An agent's verdict (MCP ``memory_feedback``): good → approve, bad → reject, outdated → archive."""
+    if verdict not in VERDICTS:
+        raise InputError(f"unknown verdict {verdict!r}: one of {', '.join(VERDICTS)}")
+    return act(mem, scope, memory_id, VERDICTS[verdict], note=note, actor=actor)

@@ -1,0 +1,76 @@
+"""Learned memories (issue 16): list, show with quoted evidence, history, the user's decisions, rollback."""
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+from pydantic import BaseModel, Field
+
+from ...core import Remem
+from ...layers import service
+from .. import deps
+
+router = APIRouter(tags=["learned"])
+Mem = Annotated[Remem, Depends(deps.mem)]
+Action = Literal["approve", "reject", "archive", "lock", "unlock", "forget"]
+
+
+class EditBody(BaseModel):
+    text: str = Field(min_length=1, max_length=2000)
+
+
+class FeedbackBody(BaseModel):
+    verdict: Literal["good", "bad", "outdated"]
+    note: str = Field("", max_length=500)
+
+
+def _call(fn: Any, *args: Any, **kw: Any) -> Any:
+    try:
+        return fn(*args, **kw)
+    except service.LearnedNotFound as e:
+        raise HTTPException(404, str(e)) from None
+
+
+@router.get("/learned", summary="Learned memories in scope (status: a lifecycle state, review or all)")
+def list_learned(mem: Mem, project: str | None = None, status: str = "active", kind: str | None = None,
+                 owner: str | None = None, limit: int = Query(500, ge=1, le=5000)) -> dict[str, Any]:
+    items = mem.learned(project=project or None, status=status, kind=kind or None, owner=deps.owners(owner))
+    return {"items": items[:limit], "total": len(items)}
+
+
+@router.post("/learned/learn", summary="Run the learner now (what `remem learn` does)")
+def learn_now(mem: Mem, project: str | None = None, rebuild: bool = False, owner: str | None = None
+              ) -> dict[str, Any]:
+    return mem.learn(project=project or None, rebuild=rebuild, owner=deps.owners(owner))
+
+
+@router.get("/learned/{memory_id}", summary="One learned memory with its evidence turns quoted")
+def show_learned(mem: Mem, memory_id: str, owner: str | None = None) -> dict[str, Any]:
+    return _call(service.show, mem, mem.scope(deps.owners(owner)), memory_id)  # type: ignore[no-any-return]
+
+
+@router.get("/learned/{memory_id}/history", summary="Every change of one learned memory, oldest first")
+def learned_history(mem: Mem, memory_id: str, owner: str | None = None) -> dict[str, Any]:
+    return {"events": _call(service.history, mem, mem.scope(deps.owners(owner)), memory_id)}
+
+
+@router.post("/learned/{memory_id}/edit", summary="Rewrite a learned memory's text (locks it)")
+def edit_learned(mem: Mem, memory_id: str, body: EditBody, owner: str | None = None) -> dict[str, Any]:
+    return _call(service.act, mem, mem.scope(deps.owners(owner)), memory_id,  # type: ignore[no-any-return]
+                 "edit", text=body.text)
+
+
+@router.post("/learned/{memory_id}/feedback", summary="A verdict: good → approve, bad → reject, outdated → archive")
+def feedback_learned(mem: Mem, memory_id: str, body: FeedbackBody, owner: str | None = None) -> dict[str, Any]:
+    return _call(service.feedback, mem, mem.scope(deps.owners(owner)), memory_id,  # type: ignore[no-any-return]
+                 body.verdict, body.note, actor="user")
+
+
+@router.post("/learned/events/{event_id}/rollback", summary="Put a memory back as it was before this event")
+def rollback_learned(mem: Mem, event_id: Annotated[int, deps.Path(ge=1, le=deps.INT64)],
+                     owner: str | None = None) -> dict[str, Any]:
+    return _call(service.rollback, mem, mem.scope(deps.owners(owner)), event_id)  # type: ignore[no-any-return]
+
+
+@router.post("/learned/{memory_id}/{action}", summary="approve, reject, archive, lock, unlock or forget")
+def decide_learned(mem: Mem, memory_id: str, action: Action, owner: str | None = None) -> dict[str, Any]:
+    return _call(service.act, mem, mem.scope(deps.owners(owner)), memory_id, action)  # type: ignore[no-any-return]
