@@ -1,0 +1,150 @@
+"""Learned memories at the prompts that needed them: need-point coverage and false injection.
+
+For every probe of the dev labels (``bench/learn-labels/<id>.json`` and ``probes/<id>.json``) the
+project's history is learned up to the probe (earlier sessions and the turns before it in its own
+session: only the past is visible), the learned channel picks what it would put in the packet for
+the probe's prompt (``layers.select.pick``), and the picks are judged against the probe's
+``expects`` with the matcher of ``remem.bench.learn``:
+
+* need-point coverage: need_point probes whose expected items have a picked memory holding one;
+* later-task coverage: the same for later_task probes;
+* false injection: negative probes (nothing learned is relevant) that get any learned item.
+
+Probe prompts are not stored in the labels (the histories carry no licence): each probe has
+``_prompt_sha1`` and the prompt is read from the history here and checked against it.
+
+    python -m remem.bench.learn_packets --data ../shared/bench/derive-dev [--project chitin] [--json]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from ..layers.learn import learn
+from ..layers.select import pick
+from ..layers.types import Memory, Turn
+from .learn import matches
+from .specstory_min import read_project
+
+
+KINDS = ("need_point", "later_task", "negative")
+
+
+def _labels(labels_dir: str, project: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    items: list[dict[str, Any]] = []
+    probes: list[dict[str, Any]] = []
+    for path in (os.path.join(labels_dir, f"{project}.json"), os.path.join(labels_dir, "probes", f"{project}.json")):
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                lab = json.load(f)
+            items += lab.get("items", [])
+            probes += lab.get("probes", [])
+    return items, probes
+
+
+def _position(turns: list[Turn], session: str, k: int) -> int | None:
+    for i, t in enumerate(turns):
+        if t.session == session and t.index == k:
+            return i
+    return None
+
+
+def run(data: str, labels_dir: str, projects: list[str] | None = None) -> dict[str, Any]:
+    raw = os.path.join(data, "raw")
+    names = projects or sorted(d for d in os.listdir(raw) if os.path.isdir(os.path.join(raw, d)))
+    per: dict[str, Any] = {}
+    tot = {"need_point": [0, 0], "later_task": [0, 0], "negative": [0, 0], "items": 0, "probes": 0,
+           "bad_prompt": 0, "learn_s": 0.0}
+    for p in names:
+        items, probes = _labels(labels_dir, p)
+        if not probes:
+            continue
+        by_iid = {i["iid"]: i for i in items}
+        turns = read_project(os.path.join(raw, p), p)   # contract order: sessions by name, turns in order
+        row = {"need_point": [0, 0], "later_task": [0, 0], "negative": [0, 0], "items": 0, "misses": []}
+        cache: dict[int, list[Memory]] = {}
+        for pr in probes:
+            b = pr["before"]
+            pos = _position(turns, b["session"], int(b["turn"]))
+            if pos is None:
+                tot["bad_prompt"] += 1
+                continue
+            prompt = turns[pos].request
+            if pr.get("_prompt_sha1") and hashlib.sha1(prompt.encode("utf-8")).hexdigest() != pr["_prompt_sha1"]:
+                tot["bad_prompt"] += 1
+                continue
+            if pos not in cache:
+                t0 = time.perf_counter()
+                cache[pos] = learn(turns[:pos])
+                tot["learn_s"] += time.perf_counter() - t0
+            mems = cache[pos]
+            by_id = {m.id: m for m in mems}
+            now = turns[pos].ts or time.time()
+            picked = pick([m.to_dict() for m in mems if m.status == "active"], prompt,
+                          first_of_session=int(b["turn"]) == 1, now=now)
+            row["items"] += len(picked)
+            kind = pr.get("type", "")
+            if kind not in row:
+                continue
+            row[kind][1] += 1
+            if kind == "negative":
+                row[kind][0] += bool(picked)
+                continue
+            want = [by_iid[i] for i in pr.get("expects", []) if i in by_iid]
+            hit = any(matches(by_id[x["id"]], i) for x in picked if x["id"] in by_id for i in want)
+            row[kind][0] += hit
+            if not hit:
+                have = any(matches(m, i) for m in mems if m.status == "active" for i in want)
+                row["misses"].append({"pid": pr.get("pid"), "learned_active": have, "picked": len(picked)})
+        per[p] = row
+        for k in ("need_point", "later_task", "negative"):
+            tot[k][0] += row[k][0]
+            tot[k][1] += row[k][1]
+        tot["items"] += row["items"]
+        tot["probes"] += sum(row[k][1] for k in ("need_point", "later_task", "negative"))
+
+    def rate(x: list[int]) -> float | None:
+        return round(x[0] / x[1], 3) if x[1] else None
+
+    return {"projects": {p: {k: (f"{r[k][0]}/{r[k][1]}" if k in KINDS else r[k])
+                             for k in r} for p, r in per.items()},
+            "overall": {"need_point_coverage": rate(tot["need_point"]), "need_points": tot["need_point"][1],
+                        "later_task_coverage": rate(tot["later_task"]), "later_tasks": tot["later_task"][1],
+                        "false_injection": rate(tot["negative"]), "negatives": tot["negative"][1],
+                        "learned_items_per_probe": round(tot["items"] / tot["probes"], 2) if tot["probes"] else None,
+                        "probes_unreadable": tot["bad_prompt"], "learn_seconds": round(tot["learn_s"], 1)}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True, help="the derive-dev folder (holds raw/<project>/)")
+    ap.add_argument("--labels", default="bench/learn-labels", help="the label folder (default bench/learn-labels)")
+    ap.add_argument("--project", action="append", help="only these projects (repeatable)")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+    if not os.path.isdir(os.path.join(a.data, "raw")):
+        print(f"no raw/ folder under {a.data}", file=sys.stderr)
+        return 2
+    if not os.path.isdir(a.labels):
+        print(f"no label folder {a.labels}", file=sys.stderr)
+        return 2
+    rep = run(a.data, a.labels, a.project)
+    if a.json:
+        print(json.dumps(rep, indent=1))
+        return 0
+    for p, r in rep["projects"].items():
+        print(f"{p:15s} need {r['need_point']:>6s}  later {r['later_task']:>6s}  negative-injected "
+              f"{r['negative']:>6s}  items {r['items']}")
+    print("overall", json.dumps(rep["overall"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""Which learned memories a packet carries: the learned channel's relevance rules (pure).
+
+Learned memories are few per project (tens to a few hundred) and each is a statement meant to be
+followed, so a wrong one costs more than a missing one: an agent told "use npm" in a bun project is
+worse off than one told nothing. The rules below therefore let a memory in only for a reason that can
+be named, and every picked item says which:
+
+* ``slot``      the prompt names the memory's slot: "run the tests" → the test command, "install" →
+                the package manager, "build" → the build command (``SLOT_CUES``);
+* ``signature`` the prompt carries the error signature a procedure was learned for;
+* ``words``     the prompt shares informative words with the memory: at least two distinct words
+                whose combined weight (reference IDF, ``recall.coverage``) clears ``MIN_WORDS_WEIGHT``,
+                or one identifier-like word (a path, a dotted or snake_case name, a tool the memory
+                is about) — common words ("please", "fix", "file") weigh nothing;
+* ``core``      the project's core facts and ≤ 3 must-follow rules, once per session (the first
+                prompt of a session, a sub-agent's task, or the session-start hook);
+* ``resume``    the working state of the newest session in the project, when the prompt asks to
+                continue (``continue``, ``继续``, "where were we") or the entry is ``resume`` — and
+                only while it is fresh (``WORKING_STATE_DAYS``).
+
+Candidates, superseded, archived and rejected memories never reach a packet (the caller passes
+active ones only; ``pick`` checks again).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..ingest.signatures import error_signatures
+
+WORKING_STATE_DAYS = 7
+MAX_ITEMS = 6            # learned items per packet, before the budget share
+CORE_RULES = 3           # must-follow conventions shown with the core facts
+MIN_WORDS_WEIGHT = 1.3   # two informative words (each weighs ≤ 1) must share the memory
+RULE_KINDS = ("preference", "convention", "correction", "decision")
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+#/-]*[A-Za-z0-9+#]|[A-Za-z]")
+_CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
+_IDENT = re.compile(r"[./_]|[a-z][A-Z]|\d")
+
+SLOT_CUES: dict[str, re.Pattern[str]] = {
+    "cmd.test": re.compile(r"\b(tests?|testing|pytest|jest|vitest|spec|unit[- ]tests?)\b|测试|单测", re.I),
+    "cmd.build": re.compile(r"\b(build|builds|compile|compiles|bundle)\b|编译|构建|打包", re.I),
+    "cmd.run": re.compile(r"\b(run (it|the app|the server|locally)|start (it|the app|the server)|dev server|"
+                          r"launch|serve)\b|运行|启动", re.I),
+    "cmd.lint": re.compile(r"\b(lint|linter|format|formatter|formatting)\b|格式化|代码风格", re.I),
+    "pkg.manager": re.compile(r"\b(install|installs|dependency|dependencies|package|packages|add (a |the )?"
+                              r"(lib|library|package|dep)|npm|yarn|pnpm|bun|pip|uv|poetry|nuget)\b|依赖|安装",
+                              re.I),
+    "tool.js_runtime": re.compile(r"\b(node|nodejs|bun|deno|npm|npx|bunx|script|scripts)\b", re.I),
+    "tool.python_env": re.compile(r"\b(pip|uv|poetry|venv|virtualenv|conda|python)\b", re.I),
+}
+_CONTINUE = re.compile(r"^\s*(continue|go on|keep going|resume|carry on|proceed)\b|where (were we|did we leave)|"
+                       r"pick up where|继续|接着", re.I)
+_STOP = frozenset("""a an the and or but if then else to of in on at for with from by as is are was were be been
+being it its this that these those there here i me my we our you your they them he she his her do does did
+done not no yes can could should would will shall may might must please pls just also so very really
+about into over under again still only all any some more most other such what which who whom whose when
+where why how than too up down out off now new old get got make made let use using used want need like
+ok okay fix fixed fixing add added change changed update updated file files code thing things way work
+working works try trying tried see look run running help sure good right wrong issue problem error errors
+one two first last next time same well back""".split())
+
+
+def terms(text: str) -> set[str]:
+    """Lower-case words (≥ 3 letters, not stop words) and CJK bigrams of ``text``."""
+    out = {w.lower().strip("./-") for w in _WORD.findall(text or "")}
+    out = {w for w in out if len(w) >= 3 and w not in _STOP}
+    for run in _CJK_RUN.findall(text or ""):
+        out.update(run[i:i + 2] for i in range(len(run) - 1))
+    return out
+
+
+def _weight(word: str) -> float:
+    """Reference IDF in [0, 1] (rare technical words weigh ~1, everyday ones ~0)."""
+    from ..recall.coverage import reference, stem
+
+    n, df = reference()
+    import math
+
+    f = df.get(word) or df.get(stem(word)) or 0
+    return max(0.0, min(1.0, math.log((n + 1) / (f + 1)) / math.log(n + 1)))
+
+
+def _identifier(word: str, mem_terms: set[str]) -> bool:
+    return bool(_IDENT.search(word)) and len(word) >= 4
+
+
+def _age_days(m: dict[str, Any], now: float) -> float:
+    data = m.get("data") or {}
+    seen = data.get("last_seen") or m.get("updated_at") or now
+    return (now - float(seen)) / 86400.0
+
+
+def _is_core(m: dict[str, Any]) -> bool:
+    return m.get("kind") == "fact" and str(m.get("slot") or "").startswith(("cmd.", "pkg.", "tool."))
+
+
+def _support(m: dict[str, Any]) -> int:
+    s = m.get("sessions")
+    return len(s) if isinstance(s, list | set | tuple) else int(s or 0)
+
+
+def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_start",
+         first_of_session: bool = False, now: float, limit: int = MAX_ITEMS) -> list[dict[str, Any]]:
+    """The learned memories a packet for ``prompt`` should carry, best first, each with ``why``.
+
+    ``memories`` are the active learned memories in the caller's scope (``store.learned.list``);
+    ``entry`` is the recall entry point (turn_start, sub_agent, repair, resume, session_start).
+    """
+    active = [m for m in memories if m.get("status") == "active"]
+    if not active:
+        return []
+    chosen: dict[str, dict[str, Any]] = {}
+
+    def take(m: dict[str, Any], why: str, score: float) -> None:
+        cur = chosen.get(m["id"])
+        if cur is None or cur["score"] < score:
+            chosen[m["id"]] = {**m, "why": why, "score": score}
+
+    # working state: only when asked to continue, and only the newest fresh one
+    if entry == "resume" or _CONTINUE.search(prompt or ""):
+        states = [m for m in active if m.get("kind") == "working_state"
+                  and _age_days(m, now) <= WORKING_STATE_DAYS]
+        if states:
+            newest = max(states, key=lambda m: float((m.get("data") or {}).get("last_seen") or 0))
+            take(newest, "resume", 3.0)
+    rest = [m for m in active if m.get("kind") != "working_state"]
+
+    # core facts and the strongest rules, once per session
+    if first_of_session or entry in ("session_start", "sub_agent"):
+        for m in rest:
+            if _is_core(m):
+                take(m, "core", 2.0 + float(m.get("confidence") or 0))
+        rules = sorted((m for m in rest if m.get("kind") in RULE_KINDS and _support(m) >= 2),
+                       key=lambda m: (-_support(m), -float(m.get("confidence") or 0)))
+        for m in rules[:CORE_RULES]:
+            take(m, "core", 1.5 + float(m.get("confidence") or 0))
+
+    text = prompt or ""
+    sigs = set(error_signatures(text)) if text else set()
+    p_terms = terms(text)
+    for m in rest:
+        slot = str(m.get("slot") or "")
+        cue = SLOT_CUES.get(slot)
+        if cue is not None and cue.search(text):
+            take(m, "slot", 2.5 + float(m.get("confidence") or 0))
+            continue
+        if m.get("kind") == "procedure":
+            trig = set((m.get("data") or {}).get("signatures") or []) or set(error_signatures(m.get("text", "")))
+            if sigs & trig:
+                take(m, "signature", 3.0 + float(m.get("confidence") or 0))
+                continue
+        if not p_terms:
+            continue
+        shared = p_terms & terms(m.get("text", ""))
+        if not shared:
+            continue
+        ident = [w for w in shared if _identifier(w, shared)]
+        weight = sum(_weight(w) for w in shared)
+        if ident or (len(shared) >= 2 and weight >= MIN_WORDS_WEIGHT):
+            take(m, "words", 1.0 + weight / 4 + float(m.get("confidence") or 0))
+
+    out = sorted(chosen.values(), key=lambda m: -m["score"])
+    return out[:limit]
+
+
+def render_line(m: dict[str, Any], now: float) -> str:
+    """One learned item as the packet shows it: kind, support, the statement (escaping is the
+    packet renderer's job)."""
+    n = _support(m)
+    support = f"said in {n} sessions" if n >= 2 else "said once"
+    if m.get("kind") == "fact":
+        support = f"seen in {n} sessions" if n >= 2 else "seen once"
+    return f"{m.get('kind', 'memory')} · {support} · id {m.get('id', '')}: {m.get('text', '')}"
+
+
+def dedupe_slots(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One memory per slot (the first, i.e. the best-scored)."""
+    seen: set[str] = set()
+    out = []
+    for m in items:
+        slot = str(m.get("slot") or "")
+        if slot and slot in seen:
+            continue
+        seen.add(slot)
+        out.append(m)
+    return out
