@@ -18,7 +18,7 @@ from ..agents import canonical_agent
 from ..index.entities import extract, turn_text
 from ..index.text import cjk_index_text
 from ..model import STATUSES, ToolCall, TurnIn
-from ..store.sqlite.turns import TurnRow
+from ..store.rows import TurnRow
 from .deferred import index_rows
 from .normalize import InputError, clean_text, norm_request, sha, strip_injected
 from .redact import redact

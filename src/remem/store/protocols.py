@@ -24,6 +24,8 @@ import builtins
 import contextlib
 from typing import Any, Protocol, runtime_checkable
 
+from .rows import TurnRow
+
 
 @runtime_checkable
 class Store(Protocol):
@@ -60,7 +62,7 @@ class Store(Protocol):
 class Turns(Protocol):
     """The L1 rows and their sessions, plus the backlogs a write leaves (text index, embeddings)."""
 
-    def write(self, row: Any, now: float | None = None) -> tuple[str, str]:
+    def write(self, row: TurnRow, now: float | None = None) -> tuple[str, str]:
         """Insert or update one prepared turn (``ingest.pipeline.prepare``): (id, added|updated|duplicate)."""
         ...
 
@@ -156,9 +158,9 @@ class Audit(Protocol):
 class Tombstones(Protocol):
     def any(self) -> bool: ...
 
-    def keeps_out(self, row: Any) -> bool: ...
+    def keeps_out(self, row: TurnRow) -> bool: ...
 
-    def lift_turn(self, row: Any) -> None: ...
+    def lift_turn(self, row: TurnRow) -> None: ...
 
     def bury_turns(self, scope: Any, ids: list[str]) -> int: ...
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...scope import Scope
+from ..rows import TurnRow
 from .db import guarded
 from .entities import put_mentions_many
 
@@ -19,39 +19,6 @@ COLUMNS = ("id, source_key, owner, agent, project, session_id, source_name, kind
            "actions, actions_json, status, started_at, ended_at, created_at, updated_at, model, size, "
            "content_hash, request_hash, summary, tags, error_sigs, importance, access_count, "
            "last_access, archived, deleted, embed_state")
-
-
-@dataclass(slots=True)
-class TurnRow:
-    """A prepared, redacted turn ready to persist (built by the ingest pipeline)."""
-
-    id: str
-    source_key: str
-    owner: str
-    agent: str
-    project: str
-    session_id: str
-    source_name: str
-    kind: str
-    request: str
-    reply: str
-    actions: str
-    actions_json: str
-    status: str
-    started_at: float | None
-    ended_at: float | None
-    model: str
-    size: int
-    content_hash: str
-    request_hash: str
-    summary: str
-    tags: str
-    error_sigs: str
-    importance: float
-    cjk: str
-    message_ids: list[str]
-    live: bool = False        # captured by a hook (may later meet its imported twin)
-    time_fixed: bool = False  # the pipeline replaced an implausible time (counted, not stored)
 
 
 def _find_existing(db: sqlite3.Connection, row: TurnRow) -> sqlite3.Row | None:
