@@ -1,7 +1,7 @@
 """What each kind of background job does. One handler per kind, registered in ``HANDLERS``; each
 adapts a job (payload, progress, pause / stop) to the task the CLI runs too (``remem.tasks``).
 
-- ``embed``: vectors for turns waiting in ``embed_state='pending'`` (queued by every write).
+- ``embed``: vectors for turns in the embedding backlog (queued by every write).
 - ``index``: the trigram (substring) index for turns written in bulk (queued by big writes).
 - ``sync``: import new agent history through the sync engine (``remem.sources.sync``).
 - ``discover``: the "add another agent" flow (``add_custom_source``).

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("remem.jobs")
 
-ACTIVE = ("queued", "running", "paused")
 PUBLISH_EVERY = 0.2     # seconds between progress events per job: smooth bar, no event storm
 PERSIST_EVERY = 1.0     # seconds between progress writes to the database
 

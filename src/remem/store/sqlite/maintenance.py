@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import StoreError
 from .db import guarded
 
 if TYPE_CHECKING:
@@ -48,7 +49,10 @@ class SqliteMaintenance:
 
     def copy_to(self, dest: Path) -> Path:
         """A consistent copy of the whole database at ``dest`` (which must not exist)."""
-        self._db.execute("VACUUM INTO ?", (str(dest),))
+        try:
+            self._db.execute("VACUUM INTO ?", (str(dest),))
+        except sqlite3.Error as e:  # about the destination, not this database
+            raise StoreError(f"cannot write a copy to {dest}: {e}") from None
         return dest
 
     def table_rows(self) -> dict[str, int]:
