@@ -74,27 +74,11 @@ def _sql_uses(path: Path) -> list[str]:
 # Files that still hold SQL while issue 14 moves it behind the store protocols. Remove a file's line
 # in the commit that makes it clean (the test fails on a clean file still listed); the list ends empty.
 PENDING = {
-    "bench/api_speed.py",
-    "bench/cli_speed.py",
-    "bench/embed_speed.py",
-    "bench/import_speed.py",
     "bench/packet_gate.py",
     "bench/recall_speed.py",
     "bench/vector_approx.py",
-    "cli/__init__.py",
-    "cli/service.py",
-    "core.py",
-    "index/entities.py",
     "index/vectors.py",
-    "index/worker.py",
-    "ingest/deferred.py",
-    "ingest/pipeline.py",
-    "mcp_server.py",
     "recall/channels.py",
-    "server/app.py",
-    "server/jobkinds.py",
-    "server/jobs.py",
-    "server/routes/data.py",
 }
 
 

@@ -141,7 +141,7 @@ def test_newest_turns_are_embedded_first(tmp_path):
     times = {0: 1_700_000_000.0, 1: 1_700_900_000.0, 2: 1_700_100_000.0, 3: 1_700_800_000.0, 4: 1_700_200_000.0}
     res = mem.add_turns([_turn(i, ts) for i, ts in times.items()])
     ids = {r.id: i for r, i in zip(res.results, times, strict=True)}
-    assert worker.run_pending(mem.db, HashEmbedder(), batch_size=2, limit=2) == 2
+    assert worker.run_pending(mem.store, HashEmbedder(), batch_size=2, limit=2) == 2
     done = {ids[r[0]] for r in mem.db.execute("SELECT id FROM turns WHERE embed_state = 'done'")}
     assert done == {1, 3}  # the two newest
     fields = {r[0] for r in mem.db.execute("SELECT field FROM embeddings")}

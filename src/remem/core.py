@@ -5,31 +5,26 @@ from __future__ import annotations
 import builtins
 import json
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from . import config as configmod
+from . import tasks
 from .agents import canonical_agent
-from .ingest.deferred import index_rows
 from .ingest.normalize import InputError, check_user_text
 from .ingest.pipeline import PRESERVED, BatchResult, WriteResult, persist
 from .model import ToolCall, TurnIn
 from .scope import Scope
-from .store import open_store
-from .store.sqlite.db import transaction
-from .store.sqlite import jobs as jobrepo
-from .store.sqlite import tombstones as tombrepo
-from .store.sqlite import turns as turnrepo
-from .store.sqlite import vectors as vecrepo
-from .store.sqlite.db import StoreError, db_path, explain_error
+from .store import StoreError, open_store
+from .store.protocols import WriteStore
+from .store.sqlite.db import db_path
 
 EXPORT_VERSION = 1
 MAX_PENDING_ACCESS = 1000  # recall hits waiting to be counted (oldest dropped past this)
-ONNX_BACKLOG = 300  # texts at which embedding in this process builds or loads the onnxruntime encoder first
+ONNX_BACKLOG = tasks.ONNX_BACKLOG
 
 
 class Remem:
@@ -40,7 +35,7 @@ class Remem:
         self.config = configmod.load(home, env)
         self.home = self.config.home
         self.readonly = readonly
-        self.store = open_store(str(self.config.db_path), self.home, readonly=readonly)
+        self.store = cast(WriteStore, open_store(str(self.config.db_path), self.home, readonly=readonly))
         self._embedder: Any = None
         self._embedder_error: str = ""
         self._onnx_wanted = False  # set by prepare_onnx: later embedders are prepared too
@@ -69,9 +64,9 @@ class Remem:
                 "token_created": token_new, "migrations_applied": applied}
 
     @property
-    def db(self) -> sqlite3.Connection:
+    def db(self) -> Any:
         """This thread's SQLite connection (to be removed: the layers above store/ call the store)."""
-        return self.store.conn  # type: ignore[attr-defined,no-any-return]
+        return self.store.conn  # type: ignore[attr-defined]
 
     def note_access(self, scope: Scope, ids: builtins.list[str], now: float) -> None:
         """Count that recall showed these turns. Written at once when the database is free,
@@ -95,11 +90,11 @@ class Remem:
 
         db = self.db
         try:
-            with transaction(db, wait=wait):
+            with self.store.transaction(wait=wait):
                 for scope, ids, now in todo:
                     recrepo.touch(db, scope, ids, now)
             return len(todo)
-        except (sqlite3.Error, StoreError):  # busy (or failing): keep them for the next chance
+        except StoreError:  # busy (or failing): keep them for the next chance
             with self._access_lock:
                 self._access[:0] = todo
                 del self._access[:-MAX_PENDING_ACCESS]
@@ -153,12 +148,9 @@ class Remem:
         """Every write goes through here into the one pipeline (``ingest.pipeline.persist``)."""
         if self.readonly:
             raise StoreError("this remem handle is read-only")
-        try:
-            res = persist(self.db, turns, max_bytes=int(self.config.get("ingest.max_turn_bytes")),
-                          max_tool_output=int(self.config.get("ingest.max_tool_output")), live=live,
-                          defer_index=defer_index, revive=revive, preserve=preserve, fallback_ts=fallback_ts)
-        except sqlite3.Error as e:
-            raise explain_error(e, self.config.db_path) from None
+        res = persist(self.store, turns, max_bytes=int(self.config.get("ingest.max_turn_bytes")),
+                      max_tool_output=int(self.config.get("ingest.max_tool_output")), live=live,
+                      defer_index=defer_index, revive=revive, preserve=preserve, fallback_ts=fallback_ts)
         if self._access:
             self.flush_access(wait=False)  # this connection just wrote: the lock is likely free
         return res
@@ -183,7 +175,7 @@ class Remem:
     def get(self, memory_id: str, *, owner: str | builtins.list[str] | None = None,
             scope: Scope | None = None) -> dict[str, Any] | None:
         sc = scope or self.scope(owner)
-        return turnrepo.get(self.db, sc, memory_id)
+        return self.store.turns.get(sc, memory_id)
 
     def search(self, query: str, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                project: str | None = None, k: int = 10, scope: Scope | None = None,
@@ -205,13 +197,13 @@ class Remem:
 
     def timeline(self, session_id: str, *, owner: str | builtins.list[str] | None = None,
                  limit: int = 500) -> builtins.list[dict[str, Any]]:
-        return turnrepo.list_turns(self.db, self.scope(owner), session_id=session_id, limit=limit, order="asc")
+        return self.store.turns.page(self.scope(owner), session_id=session_id, limit=limit, order="asc")
 
     def list(self, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
              project: str | None = None, since: float | None = None, until: float | None = None,
              kind: str | None = None, limit: int = 50, offset: int = 0) -> builtins.list[dict[str, Any]]:
-        return turnrepo.list_turns(self.db, self.scope(owner, agent=agent, project=project), since=since,
-                                   until=until, kind=kind, limit=limit, offset=offset)
+        return self.store.turns.page(self.scope(owner, agent=agent, project=project), since=since,
+                                     until=until, kind=kind, limit=limit, offset=offset)
 
     def forget(self, *, ids: builtins.list[str] | None = None, session: str | None = None,
                source: str | None = None, owner: str | builtins.list[str] | None = None,
@@ -223,19 +215,18 @@ class Remem:
         of a forgotten session, also later ones; what a forgotten source held up to now.
         ``unforget`` (``remem forget --undo``) or an explicit re-add is the way back."""
         sc = self.scope(owner)
-        db = self.db
-        with transaction(db):
+        store = self.store
+        with store.transaction():
             if keep_out and ids is not None:
-                tombrepo.bury_turns(db, sc, ids)
+                store.tombstones.bury_turns(sc, ids)
             elif keep_out and (session is not None or source is not None):
-                tombrepo.bury(db, sc, "session" if session is not None else "source",
-                              str(session if session is not None else source))
-            gone = turnrepo.delete(db, sc, ids=ids, session_id=session, source_name=source)
+                store.tombstones.bury(sc, "session" if session is not None else "source",
+                                      str(session if session is not None else source))
+            gone = store.turns.delete(sc, ids=ids, session_id=session, source=source)
             if gone or (keep_out and ids is None):
-                db.execute(
-                    "INSERT INTO audit (ts, action, owner, target, detail) VALUES (?,?,?,?,?)",
-                    (time.time(), "forget", ",".join(sc.owners), ids and ",".join(ids[:20]) or session or source or "",
-                     json.dumps({"count": len(gone), "keep_out": keep_out})))
+                store.audit.record("forget", owner=",".join(sc.owners),
+                                   target=ids and ",".join(ids[:20]) or session or source or "",
+                                   detail={"count": len(gone), "keep_out": keep_out})
         if gone:
             self._forget_corpora()
         return gone
@@ -246,19 +237,18 @@ class Remem:
         """Lift tombstones (``remem forget --undo``): the next sync re-reads the sources they name
         and brings those turns back. Returns the tombstones lifted."""
         sc = self.scope(owner)
-        db = self.db
-        with transaction(db):
-            lifted = tombrepo.lift(db, sc, ids=ids, session_id=session, source=source)
-            tombrepo.reread_sources(db, lifted)
+        store = self.store
+        with store.transaction():
+            lifted = store.tombstones.lift(sc, ids=ids, session_id=session, source=source)
             if lifted:
-                db.execute("INSERT INTO audit (ts, action, owner, target, detail) VALUES (?,?,?,?,?)",
-                           (time.time(), "unforget", ",".join(sc.owners), ids and ",".join(ids[:20]) or session
-                            or source or "", json.dumps({"count": len(lifted)})))
+                store.audit.record("unforget", owner=",".join(sc.owners),
+                                   target=ids and ",".join(ids[:20]) or session or source or "",
+                                   detail={"count": len(lifted)})
         return lifted
 
     def tombstones(self, *, owner: str | builtins.list[str] | None = None) -> builtins.list[dict[str, Any]]:
         """What ``forget`` keeps out for these owners, newest first."""
-        return tombrepo.list_all(self.db, self.scope(owner))
+        return self.store.tombstones.list(self.scope(owner))
 
     def _forget_corpora(self) -> None:
         """Deleted turns must leave recall's cached scope corpora at once (not after a rebuild)."""
@@ -269,30 +259,26 @@ class Remem:
     def sessions(self, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                  project: str | None = None, limit: int = 100, offset: int = 0) -> builtins.list[dict[str, Any]]:
         """Sessions in scope, most recently active first."""
-        return turnrepo.list_sessions(self.db, self.scope(owner, agent=agent, project=project), limit=limit,
-                                      offset=offset)
+        return self.store.turns.sessions(self.scope(owner, agent=agent, project=project), limit=limit,
+                                         offset=offset)
 
     def clear_all(self) -> dict[str, int]:
         """Delete every memory, session, source watermark and job of this home (settings and token stay)."""
-        with transaction(self.db):
-            deleted = turnrepo.clear_all(self.db)
-            self.db.execute("INSERT INTO audit (ts, action, owner, target, detail) VALUES (?,?,?,?,?)",
-                            (time.time(), "clear", "*", "", json.dumps(deleted)))
+        with self.store.transaction():
+            deleted = self.store.turns.clear()
+            self.store.audit.record("clear", owner="*", detail=deleted)
         self._forget_corpora()
-        try:
-            self.db.execute("VACUUM")
-        except sqlite3.Error:
-            pass  # space is reclaimed later; the data is already gone
+        self.store.maintenance.vacuum()  # when it cannot run now, space is reclaimed later; the data is gone
         return deleted
 
     def stats(self, *, owner: str | builtins.list[str] | None = None) -> dict[str, Any]:
         sc = self.scope(owner)
-        out = turnrepo.counts(self.db, sc)
+        out = self.store.turns.counts(sc)
         out["learned"] = sum(self.store.learned.count(sc).values())  # type: ignore[attr-defined]
         out["owners"] = list(sc.owners)
-        out["vectors"] = vecrepo.stats(self.db)
-        out["jobs_pending"] = jobrepo.pending_count(self.db)
-        out["database_bytes"] = _db_bytes(self.config.db_path)
+        out["vectors"] = self.store.vectors.stats()
+        out["jobs_pending"] = self.store.jobs.pending()
+        out["database_bytes"] = self.store.maintenance.size_bytes()
         out["home"] = str(self.home)
         return out
 
@@ -349,7 +335,7 @@ class Remem:
         loaded = self._embedder
         model_id = getattr(loaded, "model_id", None) if loaded is not None else None
         # the backlog, the last measured turns per second and the ETA from it (None until measured)
-        todo = backlog(self.db, self.embed_rate_file, model_id)
+        todo = backlog(self.store, self.embed_rate_file, model_id)
         enabled = bool(self.config.get("embedding.enabled"))
         if not enabled:
             todo["eta_seconds"] = None  # nothing embeds them
@@ -365,31 +351,20 @@ class Remem:
         return self.home / RATE_FILE
 
     def index_pending(self, *, embed: bool = True, limit: int | None = None) -> dict[str, int]:
-        """Run the background index work now: entities and trigram index backlog, then embeddings."""
-        done = {"trigram": 0, "embedded": 0}
-        while True:
-            with transaction(self.db):
-                n = index_rows(self.db, limit=2000)
-            done["trigram"] += n
-            if n == 0:
-                break
+        """Run the background index work now: entities and trigram index backlog, then embeddings
+        (``tasks.index`` and ``tasks.embed``, as the daemon's jobs run them)."""
+        done = {"trigram": int(tasks.index(self)["indexed"]), "embedded": 0}
         if embed:
             done["embedded"] = self.embed_pending(limit=limit)
         return done
 
     def embed_pending(self, limit: int | None = None) -> int:
-        if not self.config.get("embedding.enabled"):
+        """Embed turns waiting for vectors now (``tasks.embed``); 0 when embeddings are off or the
+        model is unavailable (``embedder_error`` says why)."""
+        try:
+            return int(tasks.embed(self, limit=limit)["embedded"])
+        except tasks.EmbedderUnavailable:
             return 0
-        emb = self.embedder()
-        if emb is None:
-            return 0
-        from .index.worker import run_pending
-
-        pending = self.db.execute("SELECT count(*) FROM turns WHERE embed_state = 'pending'").fetchone()[0]
-        if min(pending, limit or pending) >= ONNX_BACKLOG:
-            self.prepare_onnx(wait=True)  # a few seconds once, then ~3x faster per text
-        return run_pending(self.db, emb, batch_size=int(self.config.get("embedding.batch_size")), limit=limit,
-                           rate_file=self.embed_rate_file)
 
     # -- export / import -------------------------------------------------------------------
     def export_jsonl(self, out: IO[str], *, owner: str | builtins.list[str] | None = None) -> int:
@@ -397,7 +372,7 @@ class Remem:
         n = 0
         offset = 0
         while True:
-            rows = turnrepo.list_turns(self.db, sc, limit=1000, offset=offset, order="asc")
+            rows = self.store.turns.page(sc, limit=1000, offset=offset, order="asc")
             if not rows:
                 break
             for r in rows:
@@ -413,8 +388,7 @@ class Remem:
         if dest.exists():
             raise InputError(f"{dest} already exists")
         dest.parent.mkdir(parents=True, exist_ok=True)
-        self.db.execute("VACUUM INTO ?", (str(dest),))
-        return dest
+        return Path(self.store.maintenance.copy_to(dest))
 
     def import_jsonl(self, lines: Iterable[str], *, owner: str | None = None) -> dict[str, Any]:
         """Import an export through the write pipeline (redaction, tombstones, entities, audit).
@@ -465,16 +439,13 @@ class Remem:
     # -- health ----------------------------------------------------------------------------
     def doctor(self, *, load_embedder: bool = True) -> dict[str, Any]:
         checks: dict[str, Any] = {}
-        db = self.db
-        ic = db.execute("PRAGMA quick_check").fetchone()[0]
+        store = self.store
+        ic = store.maintenance.quick_check()
         checks["integrity"] = {"ok": ic == "ok", "detail": ic}
-        mode = db.execute("PRAGMA journal_mode").fetchone()[0]
+        mode = store.maintenance.journal_mode()
         checks["wal"] = {"ok": mode == "wal", "detail": mode}
-        try:
-            db.execute("INSERT INTO turns_fts(turns_fts, rank) VALUES ('integrity-check', 1)")
-            checks["fts"] = {"ok": True, "detail": "ok"}
-        except sqlite3.Error as e:
-            checks["fts"] = {"ok": False, "detail": str(e)}
+        ok, detail = store.maintenance.text_index_check()
+        checks["fts"] = {"ok": ok, "detail": detail}
         tok = self.config.token_path
         mode_bits = oct(tok.stat().st_mode & 0o777) if tok.exists() else "missing"
         checks["token"] = {"ok": mode_bits == "0o600", "detail": mode_bits}
@@ -486,9 +457,9 @@ class Remem:
                                              if emb is not None else self.embedder_error)}
             if emb is not None and hasattr(emb, "onnx_state") and self.config.get("embedding.onnx"):
                 checks["onnx"] = {"ok": True, "detail": emb.onnx_state(self.home / "models")}
-        pending = db.execute("SELECT count(*) FROM turns WHERE embed_state = 'pending'").fetchone()[0]
-        failed_jobs = db.execute("SELECT count(*) FROM jobs WHERE status = 'failed'").fetchone()[0]
-        checks["jobs"] = {"ok": failed_jobs == 0, "detail": f"{jobrepo.pending_count(db)} queued, "
+        pending = store.turns.embed_backlog()
+        failed_jobs = store.jobs.failed()
+        checks["jobs"] = {"ok": failed_jobs == 0, "detail": f"{store.jobs.pending()} queued, "
                           f"{failed_jobs} failed, {pending} turns waiting for embeddings"}
         return {"ok": all(c["ok"] for c in checks.values()), "checks": checks}
 
@@ -540,15 +511,6 @@ def _import_record(rec: Any, owner: str | None, default_owner: str) -> tuple[Tur
         importance=importance, tags=[str(t) for t in tags if isinstance(t, str | int | float)],
         summary=text("summary"), kind=text("kind") or "turn")
     return turn, {k: rec.get(k) for k in PRESERVED}
-
-
-def _db_bytes(path: Path) -> int:
-    total = 0
-    for suffix in ("", "-wal", "-shm"):
-        p = Path(str(path) + suffix)
-        if p.exists():
-            total += p.stat().st_size
-    return total
 
 
 def iter_lines(fp: IO[bytes]) -> Iterator[str]:

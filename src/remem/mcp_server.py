@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import sqlite3
 from collections.abc import Callable
 from typing import Any
 
@@ -21,12 +20,12 @@ from .config import ConfigError
 from .core import Remem
 from .ingest.normalize import InputError
 from .scope import Scope, ScopeError
-from .store import StoreError
+from .store import ENGINE_ERRORS, StoreError
 
 log = logging.getLogger("remem.mcp")
 # failures a tool call can expect (bad arguments, an id not in scope, a locked database): the client
 # gets their message, the log one line; anything else is a bug and keeps the SDK's traceback
-EXPECTED = (ValueError, LookupError, OverflowError, InputError, ScopeError, StoreError, ConfigError, sqlite3.Error)
+EXPECTED: tuple[type[Exception], ...] = (ValueError, LookupError, OverflowError, InputError, ScopeError, StoreError, ConfigError, *ENGINE_ERRORS)
 
 INSTRUCTIONS = (
     "remem is the user's long-term memory across coding agents. Search it (memory_search) before "

@@ -36,9 +36,9 @@ WORDS = ("fix bug test deploy database migration login cache redis postgres dock
          "latency throughput memory leak profiler flamegraph benchmark release rollback canary").split()
 ZH = "数据库 迁移 登录 错误 修复 缓存 部署 测试 接口 配置 用户 会话".split()
 AGENTS = ["claude-code", "codex", "cursor", "opencode", "gemini"]
-COLS = ("id, source_key, owner, agent, project, session_id, source_name, kind, request, reply, actions, "
-        "actions_json, status, started_at, ended_at, created_at, updated_at, size, content_hash, request_hash, "
-        "cjk, embed_state, trgm")
+COLS = ("id", "source_key", "owner", "agent", "project", "session_id", "source_name", "kind", "request", "reply",
+        "actions", "actions_json", "status", "started_at", "ended_at", "created_at", "updated_at", "size",
+        "content_hash", "request_hash", "cjk", "embed_state", "trgm")
 
 
 def rows(start: int, n: int, rng: random.Random, *, embed_state: str):
@@ -60,22 +60,19 @@ def rows(start: int, n: int, rng: random.Random, *, embed_state: str):
 
 
 def build(home: Path, n: int, *, vectors: bool, trigram: bool, seed: int = 7) -> float:
-    """A database with ``n`` turns written straight into SQLite. Returns seconds taken."""
-    from remem.store.sqlite.db import transaction
-    from remem.store.sqlite.turns import index_trigram
-
+    """A database with ``n`` turns written straight into the store (past the pipeline). Returns seconds taken."""
     t0 = time.perf_counter()
     mem = remem.open(home, env={"REMEM_EMBEDDING_MODEL": "hash"})
-    db = mem.db
+    store = mem.store
     rng = random.Random(seed)
     step = 20_000
     for start in range(0, n, step):
         batch = list(rows(start, min(step, n - start), rng, embed_state="done" if vectors else "pending"))
-        with transaction(db):
-            db.executemany(f"INSERT INTO turns ({COLS}) VALUES ({','.join('?' * 23)})", batch)
+        with store.transaction():
+            store.turns.load([dict(zip(COLS, r, strict=True)) for r in batch])
         if trigram:
-            with transaction(db):
-                index_trigram(db, limit=step)
+            with store.transaction():
+                store.turns.index_text([r[0] for r in batch])
         if vectors:
             _vectors(mem, batch)
         print(f"  {min(start + step, n):,} / {n:,} turns ({time.perf_counter() - t0:.0f}s)", file=sys.stderr)
@@ -87,15 +84,13 @@ def _vectors(mem, batch) -> None:
     import numpy as np
 
     from remem.index.worker import embed_text
-    from remem.store.sqlite.db import transaction
-    from remem.store.sqlite.vectors import put_many
 
     emb = mem.embedder()
     vecs = np.asarray(emb.embed([embed_text(r[8], "", r[9]) for r in batch]), dtype=np.float32)
     out = [("turn", r[0], "summary", emb.model_id, int(v.shape[0]), v.tobytes(), r[18], r[2], r[3], r[4])
            for r, v in zip(batch, vecs, strict=True)]
-    with transaction(mem.db):
-        put_many(mem.db, out)
+    with mem.store.transaction():
+        mem.store.vectors.put_many(out)
 
 
 def rss_mb(pid: int) -> float:

@@ -97,8 +97,6 @@ def build_home(home: Path, turns: int) -> dict[str, Any]:
 
     from ..core import Remem
     from ..index.embed import DEFAULT_EMBEDDER, get_embedder
-    from ..store.sqlite.db import transaction
-    from ..store.sqlite.vectors import put_many
 
     marker = home / "bench-cli-speed.json"
     if marker.exists():
@@ -113,16 +111,17 @@ def build_home(home: Path, turns: int) -> dict[str, Any]:
     model_id = get_embedder(DEFAULT_EMBEDDER).model_id
     dim = int(model_id.rsplit(":", 1)[1])
     rng = np.random.default_rng(15)
-    rows = mem.db.execute("SELECT id, content_hash, owner, agent, project FROM turns").fetchall()
+    rows = mem.store.turns.embed_batch(len(batch) + 1)  # embeddings are off: every turn waits for vectors
     out = []
     for r in rows:
         for fld in ("summary", "actions"):
             v = rng.standard_normal(dim).astype(np.float32)
             v /= np.linalg.norm(v)
-            out.append(("turn", r[0], fld, model_id, dim, v.tobytes(), r[1], r[2], r[3], r[4]))
-    with transaction(mem.db):
-        put_many(mem.db, out)
-        mem.db.execute("UPDATE turns SET embed_state='done'")
+            out.append(("turn", r["id"], fld, model_id, dim, v.tobytes(), r["content_hash"], r["owner"], r["agent"],
+                        r["project"]))
+    with mem.store.transaction():
+        mem.store.vectors.put_many(out)
+        mem.store.turns.mark_embedded([(r["id"], r["content_hash"]) for r in rows])
     mem.close()
     info = {"turns": len(rows), "build_s": round(time.perf_counter() - t0, 1),
             "db_mb": round((home / "remem.db").stat().st_size / 1e6, 1) if (home / "remem.db").exists() else None}

@@ -62,7 +62,7 @@ def run(n: int, rounds: int = 2) -> dict[str, Any]:
         mem.add_turns(turns, defer_index=True)
         raw = [len(t.request) + len(t.reply) + sum(len(a.input) + len(a.output) for a in t.actions) for t in turns]
         out["raw_kb_per_turn"] = round(sum(raw) / len(raw) / 1024, 1)
-        rows = mem.db.execute("SELECT request, reply, summary, actions, actions_json FROM turns").fetchall()
+        rows = mem.store.turns.embed_batch(len(turns) + 1)  # embeddings are off: every turn waits
         emb = embmod.E5SmallEmbedder()
         emb.load()
         state = emb.prepare_onnx(Path(tmp, "models"), wait=True)
@@ -93,11 +93,10 @@ def run(n: int, rounds: int = 2) -> dict[str, Any]:
 
         def shipped() -> dict[str, Any]:
             """run_pending as `remem embed` runs it: reads, selects, embeds (DOC_WORKERS), writes."""
-            with mem.db:
-                mem.db.execute("DELETE FROM embeddings")
-                mem.db.execute("UPDATE turns SET embed_state = 'pending'")
+            with mem.store.transaction():
+                mem.store.turns.reembed_all()
             a, c = time.perf_counter(), time.process_time()
-            done = worker.run_pending(mem.db, emb, batch_size=int(mem.config.get("embedding.batch_size")))
+            done = worker.run_pending(mem.store, emb, batch_size=int(mem.config.get("embedding.batch_size")))
             el, cpu = time.perf_counter() - a, time.process_time() - c
             return {"path": f"after: run_pending (remem embed), {emb.workers} workers", "workers": emb.workers,
                     "turns_per_s": round(done / el, 1), "per_cpu_s": round(done / cpu, 1),

@@ -103,8 +103,8 @@ def real(turns: int, top: int = 0) -> dict[str, float]:
         if prof:
             prof.disable()
         added = res["total"]["turns_added"]
-        stored = mem.db.execute("SELECT count(*) FROM turns").fetchone()[0]
-        ents = mem.db.execute("SELECT count(*) FROM entity_mentions").fetchone()[0]
+        sizes = mem.store.maintenance.table_rows()
+        stored, ents = sizes["turns"], sizes["entity_mentions"]
     out = {"turns": turns, "added": added, "stored": stored, "entity_rows": ents, "sync_s": t1 - t0,
            "backlog_s": t2 - t1, "turns_per_s": added / (t2 - t0), "sync_turns_per_s": added / (t1 - t0),
            "cpu_s": c2 - c0, "cpu_turns_per_s": added / max(c2 - c0, 1e-9),

@@ -31,7 +31,6 @@ from ..layers.types import Memory, Turn
 from .learn import matches
 from .specstory_min import read_project
 
-
 KINDS = ("need_point", "later_task", "negative")
 
 
@@ -58,15 +57,15 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None) -> dict[s
     raw = os.path.join(data, "raw")
     names = projects or sorted(d for d in os.listdir(raw) if os.path.isdir(os.path.join(raw, d)))
     per: dict[str, Any] = {}
-    tot = {"need_point": [0, 0], "later_task": [0, 0], "negative": [0, 0], "items": 0, "probes": 0,
-           "bad_prompt": 0, "learn_s": 0.0}
+    tot: dict[str, Any] = {"need_point": [0, 0], "later_task": [0, 0], "negative": [0, 0], "items": 0,
+                           "probes": 0, "bad_prompt": 0, "learn_s": 0.0}
     for p in names:
         items, probes = _labels(labels_dir, p)
         if not probes:
             continue
         by_iid = {i["iid"]: i for i in items}
         turns = read_project(os.path.join(raw, p), p)   # contract order: sessions by name, turns in order
-        row = {"need_point": [0, 0], "later_task": [0, 0], "negative": [0, 0], "items": 0, "misses": []}
+        row: dict[str, Any] = {"need_point": [0, 0], "later_task": [0, 0], "negative": [0, 0], "items": 0, "misses": []}
         cache: dict[int, list[Memory]] = {}
         for pr in probes:
             b = pr["before"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import sqlite3
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -16,9 +15,9 @@ import click
 from ..config import ConfigError
 from ..ingest.normalize import InputError
 from ..scope import ScopeError
-from ..store import StoreError
+from ..store import ENGINE_ERRORS, StoreError
 
-EXPECTED = (InputError, StoreError, ConfigError, ScopeError, ValueError, OSError, sqlite3.Error)
+EXPECTED: tuple[type[Exception], ...] = (InputError, StoreError, ConfigError, ScopeError, ValueError, OSError, *ENGINE_ERRORS)
 
 
 def count(n: int, one: str, many: str | None = None) -> str:

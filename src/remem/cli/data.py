@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from .. import tasks
 from ..config import ConfigError
 from ..core import iter_lines
 from ..ingest.normalize import InputError
@@ -51,7 +52,7 @@ def import_cmd(ctx: click.Context, path: str, owner: str | None, as_json: bool) 
     else:
         with open(path, "rb") as f:
             counts = mem.import_jsonl(iter_lines(f), owner=owner)
-    mem.index_pending(embed=False)  # entities and substrings now, as after a sync
+    tasks.index(mem)  # entities and substrings now, as after a sync
 
     def human(d: dict[str, Any]) -> None:
         click.echo(", ".join(f"{k} {v}" for k, v in d.items() if v and k != "invalid_lines")

@@ -118,21 +118,20 @@ def status(ctx: click.Context, as_json: bool, login_link: bool) -> None:
 def _backlog(home: Path) -> dict[str, Any] | None:
     """Turns waiting for vectors and the ETA, read from the database without the daemon (None
     when this home has no database yet)."""
-    import sqlite3
-
     from .. import config as configmod
     from ..index.worker import RATE_FILE, backlog
+    from ..store import ENGINE_ERRORS, open_store
 
-    db_path = configmod.load(home).db_path
-    if not db_path.is_file():
+    cfg = configmod.load(home)
+    if not cfg.db_path.is_file():
         return None
     try:
-        db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=2.0)
+        store = open_store(str(cfg.db_path), home, readonly=True)
         try:
-            return backlog(db, home / RATE_FILE)
+            return backlog(store, home / RATE_FILE)  # type: ignore[arg-type]
         finally:
-            db.close()
-    except sqlite3.Error as e:  # a status probe never fails the command
+            store.close()
+    except ENGINE_ERRORS as e:  # a status probe never fails the command
         return {"error": f"{type(e).__name__}: {e}"}
 
 
@@ -293,6 +292,7 @@ def _bar(label: str, quiet: bool) -> Any:
 
 
 def _import_here(mem: Any, sync: Any, quiet: bool) -> dict[str, Any]:
+    from .. import tasks
     from ..server.jobkinds import SyncProgress, plain, planned_sources
 
     tracker = SyncProgress(planned_sources(mem, sync, None))
@@ -305,7 +305,7 @@ def _import_here(mem: Any, sync: Any, quiet: bool) -> dict[str, Any]:
                 bar.update(int(frac * 1000) - done[0])
                 done[0] = int(frac * 1000)
 
-        result = sync.run_sync(mem, None, on_progress=progress)
+        result = tasks.sync(mem, None, on_progress=progress, engine=sync)
         bar.update(1000 - done[0])
     return plain(result)
 

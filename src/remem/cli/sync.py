@@ -54,7 +54,7 @@ def sources_group(ctx: click.Context, as_json: bool) -> None:
 @handle_errors
 def sources_add(ctx: click.Context, name: tuple[str, ...], paths: tuple[str, ...], as_json: bool) -> None:
     """Add another agent by NAME (presets: kimi code, zcode, minimax code, coder, or any name)."""
-    from ..sources.custom import add_custom_source
+    from .. import tasks
 
     mem = open_mem(ctx)
 
@@ -62,7 +62,7 @@ def sources_add(ctx: click.Context, name: tuple[str, ...], paths: tuple[str, ...
         if not as_json:
             click.echo(f"… checking {e.get('step')}", err=True)
 
-    res = add_custom_source(mem, " ".join(name), list(paths), on_progress=progress)
+    res = tasks.discover(mem, " ".join(name), list(paths), on_progress=progress)
 
     def human(d: dict[str, Any]) -> None:
         for s in d["steps"]:
@@ -105,7 +105,8 @@ def _write_notes(t: dict[str, Any]) -> list[str]:
 @handle_errors
 def sync_cmd(ctx: click.Context, agents: tuple[str, ...], full: bool, yes: bool, as_json: bool) -> None:
     """Import new history from every detected agent (or only AGENTS)."""
-    from ..sources.sync import SyncControl, run_sync
+    from .. import tasks
+    from ..sources.sync import SyncControl
 
     if full and not yes:
         if not sys.stdin.isatty():
@@ -131,8 +132,8 @@ def sync_cmd(ctx: click.Context, agents: tuple[str, ...], full: bool, yes: bool,
         elif e["event"] == "source_done" and "bar" in state:
             state.pop("bar").__exit__(None, None, None)
 
-    result = run_sync(mem, list(agents) or None, full=full, control=control, on_progress=progress)
-    mem.index_pending(embed=False)
+    result = tasks.sync(mem, list(agents) or None, full=full, control=control, on_progress=progress)
+    tasks.index(mem)  # entities and substrings now (the daemon's index job does it there)
 
     def human(d: dict[str, Any]) -> None:
         if not d["sources"]:

@@ -6,7 +6,6 @@ enough to run inside the write transaction; co-occurrence edges link entities of
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Iterator
 
 MAX_PER_TURN = 24
@@ -151,10 +150,3 @@ def extract(text: str, *, query: bool = False) -> list[tuple[str, str]]:
 def turn_text(request: str, reply: str, actions: str = "") -> str:
     return "\n".join(x for x in (request, reply, actions[:4000]) if x)
 
-
-def index_turn(db: sqlite3.Connection, owner: str, turn_id: str, request: str, reply: str, actions: str,
-               *, replace: bool = False) -> int:
-    """Extract and store a turn's entities (inside the caller's transaction)."""
-    from ..store.sqlite.entities import put_mentions
-
-    return put_mentions(db, owner, turn_id, extract(turn_text(request, reply, actions)), replace=replace)

@@ -6,15 +6,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..store.sqlite.db import transaction
-from ..store.sqlite.vectors import put_many
 from .embedtext import actions_from_row, summary_text
+
+if TYPE_CHECKING:
+    from ..store.protocols import WriteStore
 
 log = logging.getLogger("remem.embed")
 
@@ -32,25 +32,24 @@ def embed_text(request: str, summary: str, reply: str) -> str:
     return summary_text(request, summary, reply)
 
 
-def run_pending(db: sqlite3.Connection, embedder: Any, *, batch_size: int = 32, limit: int | None = None,
+def run_pending(store: WriteStore, embedder: Any, *, batch_size: int = 32, limit: int | None = None,
                 should_stop: Callable[[], bool] = lambda: False,
                 on_progress: Callable[[int, int], None] | None = None,
-                rate_file: Path | None = None) -> int:
+                rate_file: Path | None = None, total: int | None = None) -> int:
     """Embed pending turns with ``embedder``, the newest first (recent work gets its vectors
     soonest); returns how many turns were embedded. With ``rate_file``, the turns per second of
-    this run are written there (see :func:`backlog`)."""
+    this run are written there (see :func:`backlog`). ``total``: the backlog when the caller
+    counted it already (for ``on_progress``)."""
     import numpy as np
 
     model_id = embedder.model_id
     done = 0
     spent, saved = 0.0, time.monotonic()
-    total = db.execute("SELECT count(*) FROM turns WHERE embed_state = 'pending'").fetchone()[0]
+    if total is None:
+        total = store.turns.embed_backlog()
     while not should_stop():
         t0 = time.perf_counter()
-        rows = db.execute(
-            "SELECT id, owner, agent, project, request, reply, summary, actions, actions_json, content_hash "
-            "FROM turns WHERE embed_state = 'pending' ORDER BY started_at DESC, rowid DESC LIMIT ?",
-            (batch_size,)).fetchall()
+        rows = store.turns.embed_batch(batch_size)
         if not rows:
             break
         texts = [summary_text(r["request"], r["summary"], r["reply"]) for r in rows]
@@ -61,8 +60,8 @@ def run_pending(db: sqlite3.Connection, embedder: Any, *, batch_size: int = 32, 
             vecs, avecs = both[:len(texts)], (both[len(texts):] if acts else None)
         except Exception as e:  # the model broke: mark the batch failed, keep lexical search working
             log.warning("embedding failed: %s", e)
-            with transaction(db):
-                db.executemany("UPDATE turns SET embed_state='failed' WHERE id=?", [(r["id"],) for r in rows])
+            with store.transaction():
+                store.turns.mark_embed_failed([r["id"] for r in rows])
             continue
         out = []
         for r, v in zip(rows, vecs, strict=True):
@@ -72,11 +71,10 @@ def run_pending(db: sqlite3.Connection, embedder: Any, *, batch_size: int = 32, 
             for (r, _), v in zip(acts, avecs, strict=True):
                 out.append(("turn", r["id"], "actions", model_id, int(v.shape[0]), v.tobytes(),
                             r["content_hash"], r["owner"], r["agent"], r["project"]))
-        with transaction(db):
-            put_many(db, out)
+        with store.transaction():
+            store.vectors.put_many(out)
             # only rows whose content did not change meanwhile are done
-            db.executemany("UPDATE turns SET embed_state='done' WHERE id=? AND content_hash=?",
-                           [(r["id"], r["content_hash"]) for r in rows])
+            store.turns.mark_embedded([(r["id"], r["content_hash"]) for r in rows])
         spent += time.perf_counter() - t0  # selection, model and writes: what the backlog costs
         done += len(rows)
         if on_progress:
@@ -102,10 +100,10 @@ def save_rate(path: Path, model_id: str, turns_per_s: float) -> None:
         log.debug("cannot write %s: %s", path, e)
 
 
-def backlog(db: sqlite3.Connection, rate_file: Path | None, model_id: str | None = None) -> dict[str, Any]:
+def backlog(store: WriteStore, rate_file: Path | None, model_id: str | None = None) -> dict[str, Any]:
     """Turns waiting for vectors, the last measured rate and the ETA in seconds from it (None
     when no rate was measured yet, or it was for another model than ``model_id``)."""
-    pending = db.execute("SELECT count(*) FROM turns WHERE embed_state = 'pending'").fetchone()[0]
+    pending = store.turns.embed_backlog()
     rate = None
     try:
         doc = json.loads(rate_file.read_text(encoding="utf-8")) if rate_file is not None else None
@@ -118,10 +116,7 @@ def backlog(db: sqlite3.Connection, rate_file: Path | None, model_id: str | None
     return {"pending": pending, "turns_per_s": rate, "eta_seconds": eta}
 
 
-def reset_for_model(db: sqlite3.Connection, model_id: str) -> int:
+def reset_for_model(store: WriteStore, model_id: str) -> int:
     """Mark turns without a vector of ``model_id`` pending (after a model change)."""
-    with transaction(db):
-        return db.execute(
-            "UPDATE turns SET embed_state='pending' WHERE embed_state != 'pending' AND id NOT IN "
-            "(SELECT row_id FROM embeddings WHERE row_kind='turn' AND field='summary' AND model_id=?)",
-            (model_id,)).rowcount
+    with store.transaction():
+        return store.turns.reembed_for_model(model_id)

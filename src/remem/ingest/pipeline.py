@@ -8,26 +8,24 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agents import canonical_agent
 from ..index.entities import extract, turn_text
 from ..index.text import cjk_index_text
 from ..model import STATUSES, ToolCall, TurnIn
-from ..store.sqlite import jobs as jobrepo
-from ..store.sqlite import tombstones
-from ..store.sqlite.db import transaction
-from ..store.sqlite.entities import put_mentions_many
-from ..store.sqlite.turns import TurnRow, write_turn
+from ..store.rows import TurnRow
 from .deferred import index_rows
 from .normalize import InputError, clean_text, norm_request, sha, strip_injected
 from .redact import redact
 from .signatures import error_signatures
+
+if TYPE_CHECKING:
+    from ..store.protocols import WriteStore
 
 MAX_TURN_BYTES = 2 * 1024 * 1024
 INLINE_TRIGRAM = 32  # small writes (CLI, hooks) get the trigram index at once; imports defer it (entities never)
@@ -178,7 +176,7 @@ def prepare(turn: TurnIn, *, max_bytes: int = MAX_TURN_BYTES, max_tool_output: i
     return row, None
 
 
-def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX_TURN_BYTES,
+def persist(store: WriteStore, turns: list[TurnIn], *, max_bytes: int = MAX_TURN_BYTES,
             max_tool_output: int = 2000, live: bool = False, audit: bool = True,
             defer_index: bool = False, revive: bool = False,
             preserve: Sequence[Mapping[str, Any] | None] | None = None,
@@ -197,22 +195,22 @@ def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX
     prepared = [prepare(t, max_bytes=max_bytes, max_tool_output=max_tool_output, live=live, now=now,
                         fallback_ts=fb) for t, fb in zip(turns, fallbacks, strict=True)]
     out = BatchResult()
-    with transaction(db):
+    with store.transaction():
         changed = False
         touched: list[str] = []
-        check = tombstones.any_kept_out(db)
+        check = store.tombstones.any()
         mentions: list[tuple[str, str, list[tuple[str, str]], bool]] = []
         for i, (row, res) in enumerate(prepared):
             if row is None:
                 assert res is not None
                 out.results.append(res)
                 continue
-            if check and tombstones.keeps_out(db, row):
+            if check and store.tombstones.keeps_out(row):
                 if not revive:
                     out.results.append(WriteResult(None, "skipped_forgotten", time_fixed=row.time_fixed))
                     continue
-                tombstones.lift_turn(db, row)
-            tid, status = write_turn(db, row, now)
+                store.tombstones.lift_turn(row)
+            tid, status = store.turns.write(row, now)
             out.results.append(WriteResult(tid, status, time_fixed=row.time_fixed))
             if status in ("added", "updated"):
                 changed = True
@@ -222,31 +220,28 @@ def persist(db: sqlite3.Connection, turns: list[TurnIn], *, max_bytes: int = MAX
                                  status == "updated"))
             keep = preserve[i] if preserve is not None and i < len(preserve) else None
             if keep and status == "added":
-                _restore(db, tid, keep, now)
-        put_mentions_many(db, mentions)
+                _restore(store, tid, keep, now)
+        store.turns.put_entities(mentions)
         if changed:
             if len(touched) <= INLINE_TRIGRAM and not defer_index:
-                marks = ",".join("?" * len(touched))
-                index_rows(db, rowids=[r[0] for r in db.execute(
-                    f"SELECT rowid FROM turns WHERE id IN ({marks})", touched)])
+                index_rows(store, ids=touched)
             else:
-                jobrepo.enqueue(db, "index", dedup_key="index:trigram", now=now)
-            jobrepo.enqueue(db, "embed", dedup_key="embed:pending", now=now)
+                store.jobs.enqueue("index", dedup_key="index:trigram", now=now)
+            store.jobs.enqueue("embed", dedup_key="embed:pending", now=now)
             from ..layers.service import learn_delay, learn_key  # learned memories follow, one job per owner
 
             for owner in sorted({m[0] for m in mentions}):
-                jobrepo.enqueue(db, "learn", {"owner": owner}, dedup_key=learn_key(owner),
-                                run_after=now + learn_delay(), now=now)
+                store.jobs.enqueue("learn", {"owner": owner}, dedup_key=learn_key(owner),
+                                   run_after=now + learn_delay(), now=now)
         c = out.counts
         if audit and (changed or c["skipped_forgotten"] or c["times_fixed"]):
-            db.execute("INSERT INTO audit (ts, action, owner, target, detail) VALUES (?,?,?,?,?)",
-                       (now, "write", turns[0].owner if turns else "", "",
-                        json.dumps({k: c[k] for k in ("added", "updated", "skipped_forgotten", "times_fixed")
-                                    if c[k] or k in ("added", "updated")})))
+            store.audit.record("write", owner=turns[0].owner if turns else "", ts=now,
+                               detail={k: c[k] for k in ("added", "updated", "skipped_forgotten", "times_fixed")
+                                       if c[k] or k in ("added", "updated")})
     return out
 
 
-def _restore(db: sqlite3.Connection, tid: str, keep: Mapping[str, Any], now: float) -> None:
+def _restore(store: WriteStore, tid: str, keep: Mapping[str, Any], now: float) -> None:
     """Give a newly added row the stored fields of the record it came from (an export)."""
     created, updated = plausible_ts(keep.get("created_at"), now), plausible_ts(keep.get("updated_at"), now)
     last = plausible_ts(keep.get("last_access"), now)
@@ -254,6 +249,5 @@ def _restore(db: sqlite3.Connection, tid: str, keep: Mapping[str, Any], now: flo
         count = max(0, int(keep.get("access_count") or 0))
     except (TypeError, ValueError, OverflowError):
         count = 0
-    db.execute("UPDATE turns SET created_at = coalesce(?, created_at), updated_at = coalesce(?, updated_at), "
-               "access_count = ?, last_access = ?, archived = ? WHERE id = ?",
-               (created, updated, min(count, 2**62), last, 1 if keep.get("archived") else 0, tid))
+    store.turns.restore(tid, created_at=created, updated_at=updated, access_count=min(count, 2**62),
+                        last_access=last, archived=bool(keep.get("archived")))

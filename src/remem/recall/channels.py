@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..scope import Scope
-from ..store.sqlite import entities as entrepo
 from ..store.sqlite import candidates as recrepo
+from ..store.sqlite import entities as entrepo
 from ..store.sqlite.db import db_path
 from . import okapi
 from . import packet as pk

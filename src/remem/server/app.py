@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from fastapi.staticfiles import StaticFiles
 from ..config import ConfigError
 from ..ingest.normalize import InputError
 from ..scope import ScopeError
-from ..store import StoreError
+from ..store import ENGINE_ERRORS, StoreError
 from . import API_PREFIX, optional, security
 from .jobs import QueueFull
 from .routes import data, integrations, learned, memories, sources, system
@@ -121,5 +120,7 @@ def _errors(app: FastAPI) -> None:
     app.add_exception_handler(LookupError, not_found)
     app.add_exception_handler(optional.Unavailable, unavailable)
     app.add_exception_handler(StoreError, store_error)
-    app.add_exception_handler(sqlite3.Error, sqlite_error)
+    for engine_error in ENGINE_ERRORS:  # an engine's own error from a read not yet behind an area
+        if engine_error is not StoreError:
+            app.add_exception_handler(engine_error, sqlite_error)
     app.add_exception_handler(QueueFull, busy)

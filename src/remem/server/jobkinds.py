@@ -1,6 +1,7 @@
-"""What each kind of background job does. One function per kind, registered in ``HANDLERS``.
+"""What each kind of background job does. One handler per kind, registered in ``HANDLERS``; each
+adapts a job (payload, progress, pause / stop) to the task the CLI runs too (``remem.tasks``).
 
-- ``embed``: vectors for turns waiting in ``embed_state='pending'`` (queued by every write).
+- ``embed``: vectors for turns in the embedding backlog (queued by every write).
 - ``index``: the trigram (substring) index for turns written in bulk (queued by big writes).
 - ``sync``: import new agent history through the sync engine (``remem.sources.sync``).
 - ``discover``: the "add another agent" flow (``add_custom_source``).
@@ -14,6 +15,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from .. import tasks
 from . import optional
 from .jobs import Handler, JobContext, NoRetry
 
@@ -25,24 +27,13 @@ log = logging.getLogger("remem.jobs")
 
 
 def run_embed(ctx: JobContext) -> dict[str, Any]:
-    from ..index.worker import reset_for_model, run_pending
-
-    mem = ctx.mem
-    if not mem.config.get("embedding.enabled"):
-        return {"embedded": 0, "note": "embeddings are disabled in settings"}
-    ctx.report({"phase": "loading model"})
-    emb = mem.embedder()
-    if emb is None:
-        raise NoRetry(f"embedder unavailable: {mem.embedder_error}")
-    reset = 0
-    if ctx.payload.get("check_model"):
-        reset = reset_for_model(mem.db, emb.model_id)
-    total = mem.db.execute("SELECT count(*) FROM turns WHERE embed_state = 'pending'").fetchone()[0]
-    ctx.report({"phase": "embedding", "done": 0, "total": total, "model": emb.model_id})
-    done = run_pending(mem.db, emb, batch_size=int(mem.config.get("embedding.batch_size")),
-                       should_stop=ctx.control.checkpoint, rate_file=mem.embed_rate_file,
-                       on_progress=lambda d, t: ctx.report({"done": d, "total": max(t, d)}))
-    return {"embedded": done, "model": emb.model_id, "reset_for_model": reset}
+    """``tasks.embed`` with the job's pause / stop and progress (the daemon prepares the faster
+    runtime at start-up, in the background: a job does not wait for it)."""
+    try:
+        return tasks.embed(ctx.mem, check_model=bool(ctx.payload.get("check_model")), wait_for_runtime=False,
+                           should_stop=ctx.control.checkpoint, report=ctx.report)
+    except tasks.EmbedderUnavailable as e:
+        raise NoRetry(str(e)) from None
 
 
 def run_sync_job(ctx: JobContext) -> dict[str, Any]:
@@ -63,7 +54,7 @@ def run_sync_job(ctx: JobContext) -> dict[str, Any]:
             tracker.see(event)
             ctx.report(tracker.view())
 
-    result = sync.run_sync(ctx.mem, agents, full=full, control=control, on_progress=progress)
+    result = tasks.sync(ctx.mem, agents, full=full, control=control, on_progress=progress, engine=sync)
     return plain(result)
 
 
@@ -133,23 +124,8 @@ class SyncProgress:
 
 
 def run_index(ctx: JobContext) -> dict[str, Any]:
-    """Move turns written in bulk into the trigram (substring) index, a batch per transaction."""
-    from ..ingest.deferred import index_rows
-    from ..store.sqlite.db import transaction
-    from ..store.sqlite.turns import trigram_backlog
-
-    db = ctx.mem.db
-    total = trigram_backlog(db)
-    done = 0
-    ctx.report({"phase": "indexing", "done": 0, "total": total})
-    while not ctx.control.checkpoint():
-        with transaction(db):
-            n = index_rows(db, limit=2000)
-        if not n:
-            break
-        done += n
-        ctx.report({"done": done, "total": max(total, done)})
-    return {"indexed": done}
+    """``tasks.index``: turns written in bulk into the trigram (substring) index."""
+    return tasks.index(ctx.mem, should_stop=ctx.control.checkpoint, report=ctx.report)
 
 
 def run_discover(ctx: JobContext) -> dict[str, Any]:
@@ -168,10 +144,7 @@ def run_discover(ctx: JobContext) -> dict[str, Any]:
             ctx.report({k: v for k, v in event.items() if k != "event"})
 
     try:
-        try:
-            result = add_custom_source(ctx.mem, name, paths, on_progress=progress)
-        except TypeError:
-            result = add_custom_source(ctx.mem, name, paths)
+        result = tasks.discover(ctx.mem, name, paths, on_progress=progress, add_source=add_custom_source)
     except ValueError as e:  # a bad name or path: retrying will not help
         raise NoRetry(str(e)) from None
     return plain(result)
@@ -193,8 +166,14 @@ def run_learn(ctx: JobContext) -> dict[str, Any]:
     return plain(service.run_job(ctx.mem, ctx.payload))
 
 
+#: kind → handler: the one registry of job kinds (a plugin hook can add to it later)
 HANDLERS: dict[str, Handler] = {"embed": run_embed, "index": run_index, "sync": run_sync_job,
                                 "discover": run_discover, "learn": run_learn}
+
+
+def register(kind: str, handler: Handler) -> None:
+    """Add (or replace) the handler of a job kind."""
+    HANDLERS[kind] = handler
 
 
 # -- background work the daemon schedules by itself ------------------------------------------
@@ -205,11 +184,8 @@ def sync_key(agents: list[str] | None, full: bool = False) -> str:
 
 def recover(mem: Remem) -> int:
     """Jobs a killed daemon left 'running' go back to the queue (call before workers start)."""
-    from ..store.sqlite import jobs as jobrepo
-    from ..store.sqlite.db import transaction
-
-    with transaction(mem.db):
-        n = jobrepo.recover(mem.db)
+    with mem.store.transaction():
+        n = mem.store.jobs.recover()
     if n:
         log.info("recovered %s interrupted job(s)", n)
     return n

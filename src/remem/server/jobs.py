@@ -20,8 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..store.sqlite import jobs as jobrepo
-from ..store.sqlite.db import transaction
 from ..threads import background_priority
 from .events import EventBus
 
@@ -30,7 +28,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("remem.jobs")
 
-ACTIVE = ("queued", "running", "paused")
 PUBLISH_EVERY = 0.2     # seconds between progress events per job: smooth bar, no event storm
 PERSIST_EVERY = 1.0     # seconds between progress writes to the database
 
@@ -176,22 +173,17 @@ class JobRunner:
     def enqueue(self, kind: str, payload: dict[str, Any] | None = None, *,
                 dedup_key: str | None = None) -> tuple[dict[str, Any], bool]:
         """Queue a job (or find the equivalent one already waiting). Returns (job, existed)."""
-        db = self.mem.db
-        with transaction(db):
-            if dedup_key:
-                got = db.execute("SELECT id, status FROM jobs WHERE dedup_key = ?", (dedup_key,)).fetchone()
-                if got and got["status"] in ACTIVE:
-                    existing = True
-                    job_id = int(got["id"])
-                else:
-                    existing = False
+        jobs = self.mem.store.jobs
+        with self.mem.store.transaction():
+            found = jobs.active(dedup_key) if dedup_key else None
+            existing = found is not None
+            if found is not None:
+                job_id = found
             else:
-                existing = False
-            if not existing:
-                waiting = db.execute("SELECT count(*) FROM jobs WHERE status = 'queued'").fetchone()[0]
+                waiting = jobs.waiting()
                 if waiting >= self.max_queued:
                     raise QueueFull(f"{waiting} jobs are already waiting; try again later")
-                job_id = jobrepo.enqueue(db, kind, payload, dedup_key=dedup_key)
+                job_id = jobs.enqueue(kind, payload, dedup_key=dedup_key)
         self._wake.set()
         snap = self.get(job_id)
         assert snap is not None
@@ -200,18 +192,14 @@ class JobRunner:
         return snap, existing
 
     def get(self, job_id: int) -> dict[str, Any] | None:
-        row = self.mem.db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
-        return self._snapshot(dict(row)) if row else None
+        row = self.mem.store.jobs.get(job_id)
+        return self._snapshot(row) if row else None
 
     def list_jobs(self, limit: int = 50, active_only: bool = False) -> list[dict[str, Any]]:
-        sql = "SELECT * FROM jobs"
-        if active_only:
-            sql += " WHERE status IN ('queued','running','paused')"
-        rows = self.mem.db.execute(sql + " ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
-        return [self._snapshot(dict(r)) for r in rows]
+        return [self._snapshot(r) for r in self.mem.store.jobs.recent(limit, active_only=active_only)]
 
     def counts(self) -> dict[str, int]:
-        return {r[0]: r[1] for r in self.mem.db.execute("SELECT status, count(*) FROM jobs GROUP BY status")}
+        return self.mem.store.jobs.counts()
 
     def control(self, job_id: int, action: str) -> dict[str, Any]:
         """Apply ``pause`` / ``resume`` / ``stop`` to a job; raises LookupError / ValueError."""
@@ -269,9 +257,8 @@ class JobRunner:
         return snap
 
     def _set_status(self, job_id: int, status: str) -> None:
-        with transaction(self.mem.db):
-            self.mem.db.execute("UPDATE jobs SET status = ?, updated_at = ? WHERE id = ?",
-                                (status, time.time(), job_id))
+        with self.mem.store.transaction():
+            self.mem.store.jobs.set_status(job_id, status)
 
     def _claim(self) -> dict[str, Any] | None:
         with self._lock:
@@ -279,8 +266,8 @@ class JobRunner:
             kinds = tuple(k for k in self.handlers if k not in busy)
             if not kinds:
                 return None
-            with transaction(self.mem.db):
-                job = jobrepo.claim(self.mem.db, kinds)
+            with self.mem.store.transaction():
+                job = self.mem.store.jobs.claim(kinds)
             if job is not None:
                 self._live[job["id"]] = _Live(job=job, control=JobControl())
             return job
@@ -321,8 +308,8 @@ class JobRunner:
             progress = dict(live.progress)
         if persist:
             try:
-                with transaction(self.mem.db):
-                    jobrepo.progress(self.mem.db, job_id, progress)
+                with self.mem.store.transaction():
+                    self.mem.store.jobs.progress(job_id, progress)
             except Exception as e:
                 log.warning("cannot save progress of job %s: %s", job_id, e)
         if publish:
@@ -366,13 +353,13 @@ class JobRunner:
         with self._lock:
             progress = dict(self._live[job_id].progress)
         try:
-            with transaction(self.mem.db):
-                jobrepo.progress(self.mem.db, job_id, progress)
+            jobs = self.mem.store.jobs
+            with self.mem.store.transaction():
+                jobs.progress(job_id, progress)
                 if status == "queued" and retry_in is None:  # interrupted by shutdown: resume next start
-                    self.mem.db.execute("UPDATE jobs SET status='queued', attempts=max(0, attempts-1) "
-                                        "WHERE id=?", (job_id,))
+                    jobs.requeue(job_id)
                 else:
-                    jobrepo.finish(self.mem.db, job_id, status, error, retry_in=retry_in)
+                    jobs.finish(job_id, status, error, retry_in=retry_in)
         except Exception as e:
             log.error("cannot record the end of job %s: %s", job_id, e)
         with self._lock:

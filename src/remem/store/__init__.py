@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import StoreError
+from .errors import ENGINE_ERRORS, StoreError
 from .protocols import Store
 from .url import DatabaseURL, parse
 
@@ -26,4 +26,4 @@ def open_store(url: str | DatabaseURL, home: Path, *, readonly: bool = False) ->
     raise StoreError(f"{u.safe}: the PostgreSQL backend is not built yet; use sqlite:///remem.db")
 
 
-__all__ = ["DatabaseURL", "Store", "StoreError", "open_store", "parse"]
+__all__ = ["ENGINE_ERRORS", "DatabaseURL", "Store", "StoreError", "open_store", "parse"]

@@ -98,8 +98,7 @@ async def import_jsonl(request: Request, owner: str | None = None) -> dict[str, 
 @router.post("/data/clear", summary="Delete every memory: first call returns a token, second call deletes")
 def clear_all(mem: Mem, state: State, body: ClearBody | None = None) -> dict[str, Any]:
     if body is None or not body.confirm:
-        counts = {t: mem.db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("turns", "memories",
-                                                                                        "sessions", "sources")}
+        counts = mem.store.turns.clear_preview()
         tok = state.confirmations.issue("clear")
         return {"confirm": tok, "expires_in": 300, "will_delete": counts,
                 "message": "This deletes every memory, session, source watermark and job in "

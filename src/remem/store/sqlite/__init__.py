@@ -12,10 +12,16 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from .db import connect, transaction
+from .audit import SqliteAudit
+from .db import connect, explain_error, transaction
+from .jobs import SqliteJobs
 from .learned import SqliteLearned
+from .maintenance import SqliteMaintenance
 from .migrations import migrate
 from .sources import SqliteSources
+from .tombstones import SqliteTombstones
+from .turns import SqliteTurns
+from .vectors import SqliteVectorWrites
 
 
 class SqliteStore:
@@ -28,6 +34,12 @@ class SqliteStore:
         self._local = threading.local()
         self.sources = SqliteSources(self)
         self.learned = SqliteLearned(self)
+        self.turns = SqliteTurns(self)
+        self.jobs = SqliteJobs(self)
+        self.audit = SqliteAudit(self)
+        self.tombstones = SqliteTombstones(self)
+        self.maintenance = SqliteMaintenance(self)
+        self.vectors = SqliteVectorWrites(self)
 
     @property
     def key(self) -> str:
@@ -48,8 +60,12 @@ class SqliteStore:
 
     @contextlib.contextmanager
     def transaction(self, *, wait: bool = True, immediate: bool = True) -> Iterator[sqlite3.Connection]:
-        with transaction(self.conn, wait=wait, immediate=immediate) as c:
-            yield c
+        """One write transaction; an engine error inside it rolls back and comes out as StoreError."""
+        try:
+            with transaction(self.conn, wait=wait, immediate=immediate) as c:
+                yield c
+        except sqlite3.Error as e:
+            raise explain_error(e, self.path) from None
 
     def migrate(self) -> list[str]:
         return migrate(self.conn)

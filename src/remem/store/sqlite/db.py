@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
 import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ..errors import StoreError
 
@@ -108,3 +110,23 @@ def db_path(conn: sqlite3.Connection) -> str:
 
 def explain_error(e: sqlite3.Error, path: Path | str = "") -> StoreError:
     return _explain(e, path)
+
+
+def guarded(cls: type) -> type:
+    """Make every public method of a store area raise StoreError instead of ``sqlite3.Error``
+    (the layers above ``store/`` catch StoreError only). A method's own StoreError passes through."""
+
+    def wrap(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def call(self: Any, *a: Any, **kw: Any) -> Any:
+            try:
+                return fn(self, *a, **kw)
+            except sqlite3.Error as e:
+                raise _explain(e, getattr(getattr(self, "_store", None), "path", "")) from None
+
+        return call
+
+    for name, fn in list(vars(cls).items()):
+        if not name.startswith("_") and callable(fn):
+            setattr(cls, name, wrap(fn))
+    return cls

@@ -10,12 +10,17 @@ the same memory brings a turn back. Tombstones hold keys and hashes, never the f
 
 from __future__ import annotations
 
+import builtins
 import sqlite3
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...scope import Scope
+from .db import guarded
 from .turns import TurnRow
+
+if TYPE_CHECKING:
+    from . import SqliteStore
 
 KINDS = ("turn", "session", "source")
 
@@ -125,3 +130,41 @@ def list_all(db: sqlite3.Connection, scope: Scope, limit: int = 200) -> list[dic
     return [dict(r) for r in db.execute(
         f"SELECT owner, kind, key, turn_id, agent, session_id, source_name, until, created_at "
         f"FROM tombstones WHERE {where} ORDER BY created_at DESC, id DESC LIMIT ?", [*params, limit])]
+
+
+@guarded
+class SqliteTombstones:
+    """``store.tombstones``: what the user forgot, checked on every write (inside its transaction)."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self._store = store
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        return self._store.conn
+
+    def any(self) -> bool:
+        """Whether any tombstone exists (one cheap read per write batch; most homes have none)."""
+        return any_kept_out(self._db)
+
+    def keeps_out(self, row: TurnRow) -> bool:
+        return keeps_out(self._db, row)
+
+    def lift_turn(self, row: TurnRow) -> None:
+        lift_turn(self._db, row)
+
+    def bury_turns(self, scope: Scope, ids: list[str]) -> int:
+        return bury_turns(self._db, scope, ids)
+
+    def bury(self, scope: Scope, kind: str, key: str) -> None:
+        bury(self._db, scope, kind, key)
+
+    def lift(self, scope: Scope, *, ids: list[str] | None = None, session_id: str | None = None,
+             source: str | None = None) -> list[dict[str, Any]]:
+        """Remove tombstones and let the next sync re-read the sources they name; returns them."""
+        lifted = lift(self._db, scope, ids=ids, session_id=session_id, source=source)
+        reread_sources(self._db, lifted)
+        return lifted
+
+    def list(self, scope: Scope, limit: int = 200) -> builtins.list[dict[str, Any]]:
+        return list_all(self._db, scope, limit)

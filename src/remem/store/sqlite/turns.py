@@ -5,48 +5,20 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...scope import Scope
+from ..rows import TurnRow
+from .db import guarded
+from .entities import put_mentions_many
+
+if TYPE_CHECKING:
+    from . import SqliteStore
 
 COLUMNS = ("id, source_key, owner, agent, project, session_id, source_name, kind, request, reply, "
            "actions, actions_json, status, started_at, ended_at, created_at, updated_at, model, size, "
            "content_hash, request_hash, summary, tags, error_sigs, importance, access_count, "
            "last_access, archived, deleted, embed_state")
-
-
-@dataclass(slots=True)
-class TurnRow:
-    """A prepared, redacted turn ready to persist (built by the ingest pipeline)."""
-
-    id: str
-    source_key: str
-    owner: str
-    agent: str
-    project: str
-    session_id: str
-    source_name: str
-    kind: str
-    request: str
-    reply: str
-    actions: str
-    actions_json: str
-    status: str
-    started_at: float | None
-    ended_at: float | None
-    model: str
-    size: int
-    content_hash: str
-    request_hash: str
-    summary: str
-    tags: str
-    error_sigs: str
-    importance: float
-    cjk: str
-    message_ids: list[str]
-    live: bool = False        # captured by a hook (may later meet its imported twin)
-    time_fixed: bool = False  # the pipeline replaced an implausible time (counted, not stored)
 
 
 def _find_existing(db: sqlite3.Connection, row: TurnRow) -> sqlite3.Row | None:
@@ -333,3 +305,144 @@ def list_sessions(db: sqlite3.Connection, scope: Scope, *, limit: int = 100,
         d["session_id"] = d.pop("id").split("/", 2)[-1]
         out.append(d)
     return out
+
+
+# -- the area object: ``store.turns`` ---------------------------------------------------------------
+
+_EMBED_COLUMNS = "id, owner, agent, project, request, reply, summary, actions, actions_json, content_hash"
+
+
+@guarded
+class SqliteTurns:
+    """``store.turns``: the L1 rows, their sessions, and the backlogs that follow a write (the text
+    index, the embeddings). Writes run inside the caller's ``store.transaction()``."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self._store = store
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        return self._store.conn
+
+    # writes
+    def write(self, row: TurnRow, now: float | None = None) -> tuple[str, str]:
+        """Insert or update one prepared turn; (id, "added" | "updated" | "duplicate")."""
+        return write_turn(self._db, row, now)
+
+    def restore(self, turn_id: str, *, created_at: float | None, updated_at: float | None, access_count: int,
+                last_access: float | None, archived: bool) -> None:
+        """Give an imported row the stored times and counters of the record it came from."""
+        self._db.execute("UPDATE turns SET created_at = coalesce(?, created_at), updated_at = coalesce(?, "
+                         "updated_at), access_count = ?, last_access = ?, archived = ? WHERE id = ?",
+                         (created_at, updated_at, access_count, last_access, 1 if archived else 0, turn_id))
+
+    def load(self, rows: list[dict[str, Any]]) -> int:
+        """Insert stored rows as given, past the write pipeline: benchmarks that build a large
+        store fast. Every row has the same keys (turn columns, with ``cjk``, ``embed_state``, ``trgm``)."""
+        if not rows:
+            return 0
+        cols = list(rows[0])
+        known = {c.strip() for c in COLUMNS.split(",")} | {"cjk", "trgm"}
+        if not set(cols) <= known:
+            raise ValueError(f"not turn fields: {sorted(set(cols) - known)}")
+        self._db.executemany(f"INSERT INTO turns ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})",
+                             [tuple(r[c] for c in cols) for r in rows])
+        return len(rows)
+
+    def put_entities(self, items: list[tuple[str, str, list[tuple[str, str]], bool]]) -> int:
+        """Entity mentions of written turns: (owner, turn id, [(kind, name)], replace) each."""
+        return put_mentions_many(self._db, items)
+
+    def delete(self, scope: Scope, *, ids: list[str] | None = None, session_id: str | None = None,
+               source: str | None = None) -> list[str]:
+        return delete(self._db, scope, ids=ids, session_id=session_id, source_name=source)
+
+    def clear(self) -> dict[str, int]:
+        """Every turn, session, source state and job of the database (not scoped: "clear all")."""
+        return clear_all(self._db)
+
+    def clear_preview(self) -> dict[str, int]:
+        """What ``clear`` would delete: turns, memories, sessions, sources."""
+        return {t: int(self._db.execute(f"SELECT count(*) FROM {t}").fetchone()[0])
+                for t in ("turns", "memories", "sessions", "sources")}
+
+    # reads
+    def get(self, scope: Scope, turn_id: str) -> dict[str, Any] | None:
+        return get(self._db, scope, turn_id)
+
+    def get_many(self, scope: Scope, ids: list[str]) -> dict[str, dict[str, Any]]:
+        return get_many(self._db, scope, ids)
+
+    def page(self, scope: Scope, *, session_id: str | None = None, since: float | None = None,
+             until: float | None = None, kind: str | None = None, limit: int = 50, offset: int = 0,
+             order: str = "desc") -> list[dict[str, Any]]:
+        return list_turns(self._db, scope, session_id=session_id, since=since, until=until, kind=kind,
+                          limit=limit, offset=offset, order=order)
+
+    def sessions(self, scope: Scope, *, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
+        return list_sessions(self._db, scope, limit=limit, offset=offset)
+
+    def counts(self, scope: Scope) -> dict[str, Any]:
+        """Turns by agent, status and embedding state, projects, sessions, and derived memories."""
+        out = counts(self._db, scope)
+        where, params = scope.sql()
+        out["memories"] = self._db.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchone()[0]
+        return out
+
+    # the text index backlog (turns written in bulk wait for the trigram index)
+    def text_backlog(self) -> int:
+        return trigram_backlog(self._db)
+
+    def unindexed(self, *, ids: list[str] | None = None, limit: int = 2000) -> list[dict[str, Any]]:
+        """Turns not yet in the trigram index (of ``ids``, or the first ``limit``), with whether
+        their entities are recorded."""
+        cols = ("SELECT id, owner, request, reply, actions, EXISTS (SELECT 1 FROM entity_mentions m "
+                "WHERE m.turn_id = turns.id) AS has_entities FROM turns WHERE trgm = 0")
+        if ids is not None:
+            if not ids:
+                return []
+            rows = self._db.execute(f"{cols} AND id IN ({','.join('?' * len(ids))})", ids).fetchall()
+        else:
+            rows = self._db.execute(f"{cols} LIMIT ?", (limit,)).fetchall()
+        return [dict(r) for r in rows]
+
+    def index_text(self, ids: list[str]) -> int:
+        """Add these turns to the trigram index (those not in it yet). Returns how many."""
+        if not ids:
+            return 0
+        rowids: list[int] = []
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            rowids += [r[0] for r in self._db.execute(
+                f"SELECT rowid FROM turns WHERE id IN ({','.join('?' * len(chunk))})", chunk)]
+        return index_trigram(self._db, rowids=rowids)
+
+    # the embedding backlog (every new or changed turn waits for its vectors)
+    def embed_backlog(self) -> int:
+        """How many turns wait for vectors."""
+        return int(self._db.execute("SELECT count(*) FROM turns WHERE embed_state = 'pending'").fetchone()[0])
+
+    def embed_batch(self, limit: int) -> list[dict[str, Any]]:
+        """The next turns to embed, newest first (recent work gets its vectors soonest)."""
+        return [dict(r) for r in self._db.execute(
+            f"SELECT {_EMBED_COLUMNS} FROM turns WHERE embed_state = 'pending' "
+            f"ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))]
+
+    def mark_embedded(self, done: list[tuple[str, str]]) -> None:
+        """(turn id, content hash) pairs whose vectors are stored; a turn changed meanwhile stays pending."""
+        self._db.executemany("UPDATE turns SET embed_state='done' WHERE id=? AND content_hash=?", done)
+
+    def mark_embed_failed(self, ids: list[str]) -> None:
+        self._db.executemany("UPDATE turns SET embed_state='failed' WHERE id=?", [(i,) for i in ids])
+
+    def reembed_for_model(self, model_id: str) -> int:
+        """Mark turns without a vector of ``model_id`` pending (after a model change)."""
+        return int(self._db.execute(
+            "UPDATE turns SET embed_state='pending' WHERE embed_state != 'pending' AND id NOT IN "
+            "(SELECT row_id FROM embeddings WHERE row_kind='turn' AND field='summary' AND model_id=?)",
+            (model_id,)).rowcount)
+
+    def reembed_all(self) -> int:
+        """Drop every vector and mark every turn pending (benchmarks that time a full re-embed)."""
+        self._db.execute("DELETE FROM embeddings")
+        return int(self._db.execute("UPDATE turns SET embed_state = 'pending'").rowcount)

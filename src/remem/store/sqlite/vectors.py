@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...scope import Scope
+from .db import guarded
+
+if TYPE_CHECKING:
+    from . import SqliteStore
 
 
 def put_many(db: sqlite3.Connection, rows: list[tuple[str, str, str, str, int, bytes, str, str, str, str]]) -> None:
@@ -49,3 +53,19 @@ def drop_other_models(db: sqlite3.Connection, keep: str) -> int:
 
 def stats(db: sqlite3.Connection) -> dict[str, Any]:
     return {"vectors": db.execute("SELECT count(*) FROM embeddings").fetchone()[0], "models": models(db)}
+
+
+@guarded
+class SqliteVectorWrites:
+    """The write side of ``store.vectors``: stored embeddings and their counts."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self._store = store
+
+    def put_many(self, rows: list[tuple[str, str, str, str, int, bytes, str, str, str, str]]) -> None:
+        """rows: (row kind, row id, field, model id, dim, vector bytes, content hash, owner, agent, project)."""
+        put_many(self._store.conn, rows)
+
+    def stats(self) -> dict[str, Any]:
+        """Stored vectors and how many per model."""
+        return stats(self._store.conn)
