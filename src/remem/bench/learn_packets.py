@@ -8,7 +8,9 @@ the probe's prompt (``layers.select.pick``), and the picks are judged against th
 
 * need-point coverage: need_point probes whose expected items have a picked memory holding one;
 * later-task coverage: the same for later_task probes;
-* false injection: negative probes (nothing learned is relevant) that get any learned item.
+* false injection: negative probes (nothing learned is relevant) that get any learned item; also
+  without the project's core facts that the first prompt of a session carries by design
+  (``false_injection_prompt_matched``: items the prompt itself brought in).
 
 Probe prompts are not stored in the labels (the histories carry no licence): each probe has
 ``_prompt_sha1`` and the prompt is read from the history here and checked against it.
@@ -31,7 +33,7 @@ from ..layers.types import Memory, Turn
 from .learn import matches
 from .specstory_min import read_project
 
-KINDS = ("need_point", "later_task", "negative")
+KINDS = ("need_point", "later_task", "negative", "negative_prompt_matched")
 
 
 def _labels(labels_dir: str, project: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -57,7 +59,8 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None) -> dict[s
     raw = os.path.join(data, "raw")
     names = projects or sorted(d for d in os.listdir(raw) if os.path.isdir(os.path.join(raw, d)))
     per: dict[str, Any] = {}
-    tot: dict[str, Any] = {"need_point": [0, 0], "later_task": [0, 0], "negative": [0, 0], "items": 0,
+    tot: dict[str, Any] = {"need_point": [0, 0], "later_task": [0, 0], "negative": [0, 0],
+                           "negative_prompt_matched": [0, 0], "items": 0,
                            "probes": 0, "bad_prompt": 0, "learn_s": 0.0}
     for p in names:
         items, probes = _labels(labels_dir, p)
@@ -65,7 +68,8 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None) -> dict[s
             continue
         by_iid = {i["iid"]: i for i in items}
         turns = read_project(os.path.join(raw, p), p)   # contract order: sessions by name, turns in order
-        row: dict[str, Any] = {"need_point": [0, 0], "later_task": [0, 0], "negative": [0, 0], "items": 0, "misses": []}
+        row: dict[str, Any] = {"need_point": [0, 0], "later_task": [0, 0], "negative": [0, 0],
+                               "negative_prompt_matched": [0, 0], "items": 0, "misses": []}
         cache: dict[int, list[Memory]] = {}
         for pr in probes:
             b = pr["before"]
@@ -93,6 +97,8 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None) -> dict[s
             row[kind][1] += 1
             if kind == "negative":
                 row[kind][0] += bool(picked)
+                row["negative_prompt_matched"][0] += any(x["why"] != "core" for x in picked)
+                row["negative_prompt_matched"][1] += 1
                 continue
             want = [by_iid[i] for i in pr.get("expects", []) if i in by_iid]
             hit = any(matches(by_id[x["id"]], i) for x in picked if x["id"] in by_id for i in want)
@@ -101,7 +107,7 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None) -> dict[s
                 have = any(matches(m, i) for m in mems if m.status == "active" for i in want)
                 row["misses"].append({"pid": pr.get("pid"), "learned_active": have, "picked": len(picked)})
         per[p] = row
-        for k in ("need_point", "later_task", "negative"):
+        for k in KINDS:
             tot[k][0] += row[k][0]
             tot[k][1] += row[k][1]
         tot["items"] += row["items"]
@@ -115,6 +121,7 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None) -> dict[s
             "overall": {"need_point_coverage": rate(tot["need_point"]), "need_points": tot["need_point"][1],
                         "later_task_coverage": rate(tot["later_task"]), "later_tasks": tot["later_task"][1],
                         "false_injection": rate(tot["negative"]), "negatives": tot["negative"][1],
+                        "false_injection_prompt_matched": rate(tot["negative_prompt_matched"]),
                         "learned_items_per_probe": round(tot["items"] / tot["probes"], 2) if tot["probes"] else None,
                         "probes_unreadable": tot["bad_prompt"], "learn_seconds": round(tot["learn_s"], 1)}}
 

@@ -14,6 +14,9 @@ be named, and every picked item says which:
                 is about) — common words ("please", "fix", "file") weigh nothing;
 * ``core``      the project's core facts and ≤ 3 must-follow rules, once per session (the first
                 prompt of a session, a sub-agent's task, or the session-start hook);
+* ``reminder``  on a prompt that asks the agent to act ("go ahead", "implement …", "add …", 改/实现),
+                the ≤ ``REMINDERS`` rules the user stated most (in ≥ ``MUST_SESSIONS`` sessions): the
+                rules agents break while doing the work are those the user keeps repeating;
 * ``resume``    the working state of the newest session in the project, when the prompt asks to
                 continue (``continue``, ``继续``, "where were we") or the entry is ``resume`` — and
                 only while it is fresh (``WORKING_STATE_DAYS``).
@@ -35,6 +38,8 @@ MAX_ITEMS = 6            # learned items per packet, before the budget share
 CORE_RULES = 3           # must-follow conventions shown with the core facts
 MIN_WORDS_WEIGHT = 1.3   # two informative words (each weighs ≤ 1) must share the memory
 RULE_KINDS = ("preference", "convention", "correction", "decision")
+REMINDERS = 2            # must-follow rules re-shown on a prompt that asks the agent to act
+MUST_SESSIONS = 3        # a rule stated in this many sessions is must-follow
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+#/-]*[A-Za-z0-9+#]|[A-Za-z]")
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
@@ -52,6 +57,13 @@ SLOT_CUES: dict[str, re.Pattern[str]] = {
     "tool.js_runtime": re.compile(r"\b(node|nodejs|bun|deno|npm|npx|bunx|script|scripts)\b", re.I),
     "tool.python_env": re.compile(r"\b(pip|uv|poetry|venv|virtualenv|conda|python)\b", re.I),
 }
+_ACT = re.compile(r"^\W*(?:(?:yes|yep|ok|okay|great|cool|sure|perfect|good|nice|thanks|alright)\b[\W]*)*"
+                  r"(?:let'?s |please |now |then |and )*"
+                  r"(go ahead|do it|proceed|make (?:this|that|the|these|those) changes?|implement|add|remove|"
+                  r"delete|create|update|refactor|extract|rewrite|write|fix|change|move|rename|replace|"
+                  r"consolidate|simplify|clean up|build|apply|integrate|migrate|convert|split|merge)\b|"
+                  r"^\W*(?:请|帮我|现在|然后)?(实现|添加|增加|修改|删除|重构|改成|改为|改一下|写一个|创建|修复|继续做)",
+                  re.I)
 _CONTINUE = re.compile(r"^\s*(continue|go on|keep going|resume|carry on|proceed)\b|where (were we|did we leave)|"
                        r"pick up where|继续|接着", re.I)
 _STOP = frozenset("""a an the and or but if then else to of in on at for with from by as is are was were be been
@@ -139,9 +151,17 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
         for m in rules[:CORE_RULES]:
             take(m, "core", 1.5 + float(m.get("confidence") or 0))
 
-    text = prompt or ""
-    sigs = set(error_signatures(text)) if text else set()
+    from .clean import user_voice
+
+    raw = prompt or ""
+    text = user_voice(raw)            # pasted logs, code and quotes are not what the user asks
+    sigs = set(error_signatures(raw)) if raw else set()
     p_terms = terms(text)
+    if _ACT.search(text):
+        must = sorted((m for m in rest if m.get("kind") in RULE_KINDS and _support(m) >= MUST_SESSIONS),
+                      key=lambda m: (-_support(m), -float(m.get("confidence") or 0)))
+        for m in must[:REMINDERS]:
+            take(m, "reminder", 1.2 + float(m.get("confidence") or 0))
     for m in rest:
         slot = str(m.get("slot") or "")
         cue = SLOT_CUES.get(slot)
