@@ -159,3 +159,15 @@ def test_long_typed_paragraph_is_the_users_voice_but_long_pastes_are_not() -> No
     logline = "WARN " + " ".join(f"/srv/app/node_modules/pkg{i}/dist/index.js:{i}:{i * 3}" for i in range(40))
     for junk in (minified, logline, "x" * 900):
         assert user_voice(junk) == ""
+
+
+def test_obligation_with_its_reason_is_standing_but_a_bug_report_is_not() -> None:
+    for text in ("the merge summary should be printed after the diff table, because a long table scrolls it away",
+                 "each test needs to get its own fake filesystem so that the tests can run in parallel",
+                 "配置文件必须放在仓库根目录，因为部署脚本只在那里查找"):
+        assert any(o.evidence.explicit for o in _rules(text)), text
+    for text in ("it should work because I restarted the server but the lobby is still blank",
+                 "the parser should have been fixed since yesterday, it still crashes on empty input",
+                 "should the summary go after the table because it scrolls away?",
+                 "you should have known the cache was stale because the build printed a warning"):
+        assert not any(o.evidence.explicit for o in rule_observations(T(1, text))), text

@@ -41,7 +41,7 @@ _CONTRAST_ZH = [
 _PROHIBIT_EN = re.compile(r"\b(don'?t|dont|do not|never|stop|avoid|no more|shouldn'?t|should not|must not|"
                           r"mustn'?t|you (?:can'?t|cannot))\b", re.I)
 _OBLIGE_EN = re.compile(r"\b(always|must|make sure (?:to|you|that)|be sure to|should always|need to always|"
-                        r"(?:all|every|each) [\w ]{1,30} (?:should|must|need to|have to))\b", re.I)
+                        r"(?:all|every|each) [\w ]{1,30} (?:should|must|needs? to|ha(?:ve|s) to))\b", re.I)
 _PROHIBIT_ZH = re.compile(r"(不要|别|不用|禁止|不能|不准|勿|不许|不应)")
 _OBLIGE_ZH = re.compile(r"(必须|一定要|务必|应该|需要都|都要|都用|只能|要用|请用|请保持|保持|尽量|优先)")
 # the user stating what they want or dislike, and plain imperatives of standing shape: candidates
@@ -55,6 +55,13 @@ _WANT_EN = re.compile(r"\bi (?:really )?(?:do not|don'?t|dont) (?:want|like|need
 _WANT_ZH = re.compile(r"我(?:不)?(?:想要|希望|喜欢|倾向)|请(?:不要|别|保持|使用|用)|^(?:要|别|不要)")
 _DISLIKE = re.compile(r"\bi (?:really )?(?:do not|don'?t|dont) (?:want|like|need)\b|shouldn'?t|我不(?:想|希望|喜欢)|"
                       r"^(?:别|不要)|请(?:不要|别)", re.I)
+# an instruction that gives its reason ("use X so that the tests can run in parallel") is meant to last
+_IMPERATIVE = re.compile(r"^(?:(?:ok|okay|so|also|and|please|now|lets|let'?s|then)[,:]?\s+)*(?:use|keep|put|prefer|"
+                         r"make sure|ensure|always|never|don'?t|dont|do not|avoid)\b", re.I)
+_WHY = re.compile(r"\b(?:so that|so (?:we|it|they|i|you) can|because|since)\b|(?:因为|以便|为了)", re.I)
+_SHOULD = re.compile(r"\b(?:should|must|needs? to|has to|have to)\b|(?:必须|应该|一定要|务必)", re.I)
+_BUG = re.compile(r"\b(?:it|this|that) (?:should|must)(?:n'?t)? (?:work|be working|have worked)|\b(?:but|still|though|yet)\b|"
+                  r"\b(?:you|we) (?:should|must) (?:have|know)\b", re.I)
 MIN_LOOSE_TERMS = 4          # a rule with no concrete anchor needs this many content words
 _CORRECTION_EN = re.compile(
     r"^(?:no[,.!]|nope|wrong|that'?s (?:not|wrong|incorrect)|not like that|not what i|this is not what|"
@@ -204,7 +211,7 @@ def rule_observations(turn: Turn, prev: Turn | None = None,
         n_terms = len(terms(s))
         if (prohibit or oblige or cue) and n_terms >= MIN_RULE_TERMS and \
                 (anc or general or cue or n_terms >= MIN_LOOSE_TERMS):
-            explicit = general or cue or repeat
+            explicit = general or cue or repeat or bool(_WHY.search(s) and _SHOULD.search(s) and not _BUG.search(s))
             kind = _rule_kind(s)
             if cue and not (prohibit or oblige) and re.search(r"\b(?:remember|keep in mind) that\b", s, re.I) \
                     and not re.search(r"\b(?:want|should|must|need|use|using|prefer)\b", s, re.I):
