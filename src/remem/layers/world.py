@@ -132,9 +132,14 @@ def world_observations(turns: list[Turn]) -> list[Observation]:
     # the agent telling the user to run a command it ran successfully elsewhere ("restart with `npm start`")
     # is another session's evidence for that command, never a run of its own (it picks no winner)
     seen = {fam for fams in runs.values() for fam in fams}
+    heads = {fam.split(" ")[0] for fam in seen}
     if seen:
         for t in turns:
+            if "`" not in t.reply:
+                continue
             for span in set(_CODE_SPAN.findall(t.reply[:20000])):
+                if not any(h in span for h in heads):
+                    continue
                 for seg in segments(span):
                     fam = family(seg)
                     cat = category(fam)
