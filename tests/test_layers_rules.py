@@ -171,3 +171,13 @@ def test_obligation_with_its_reason_is_standing_but_a_bug_report_is_not() -> Non
                  "should the summary go after the table because it scrolls away?",
                  "you should have known the cache was stale because the build printed a warning"):
         assert not any(o.evidence.explicit for o in rule_observations(T(1, text))), text
+
+
+def test_polite_standing_requests_zh_and_just_always_en() -> None:
+    for text in ("每次打开设置页面，请只加载最近的20条记录", "把所有接口的超时单位都改成毫秒，以后也一样",
+                 "can we just always print the summary table at the end of a batch run"):
+        assert any(o.evidence.explicit for o in _rules(text)), text
+    assert not any(o.evidence.explicit for o in _rules("把这个函数的单位都改成毫秒"))   # one task: a candidate
+    for text in ("请帮我看看这个页面为什么是空白的", "can we just check the logs first",
+                 "it just always crashes when I open the settings page"):
+        assert not any(o.evidence.explicit for o in rule_observations(T(1, text))), text

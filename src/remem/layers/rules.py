@@ -43,7 +43,8 @@ _PROHIBIT_EN = re.compile(r"\b(don'?t|dont|do not|never|stop|avoid|no more|shoul
 _OBLIGE_EN = re.compile(r"\b(always|must|make sure (?:to|you|that)|be sure to|should always|need to always|"
                         r"(?:all|every|each) [\w ]{1,30} (?:should|must|needs? to|ha(?:ve|s) to))\b", re.I)
 _PROHIBIT_ZH = re.compile(r"(不要|别|不用|禁止|不能|不准|勿|不许|不应)")
-_OBLIGE_ZH = re.compile(r"(必须|一定要|务必|应该|需要都|都要|都用|只能|要用|请用|请保持|保持|尽量|优先)")
+_OBLIGE_ZH = re.compile(r"(必须|一定要|务必|应该|需要都|都要|都用|只能|要用|请用|请保持|保持|尽量|优先|都改成|都改为|都换成|"
+                        r"请只|请始终|请一直|请确保|确保)")
 # the user stating what they want or dislike, and plain imperatives of standing shape: candidates
 # only (a restatement in another session, a generaliser, a cue or a correction makes them active)
 _WANT_EN = re.compile(r"\bi (?:really )?(?:do not|don'?t|dont) (?:want|like|need)\b|\bi (?:would )?(?:prefer|like) \w|"
@@ -139,7 +140,7 @@ def _contrast(sentence: str) -> tuple[str, str] | None:
 
 _GEN_POS_EN = re.compile(
     r"^(?:(?:please|and|also|so|but|yes|ok|okay|actually|again|remember)[,:]?\s+)*(?:always|never)\b|"
-    r"\b(?:should|must|need to|have to|to|you|we|please) (?:always|never)\b|"
+    r"\b(?:should|must|need to|have to|to|you|we|please) (?:just |really )?(?:always|never)\b|"
     r"\b(?:from now on|going forward|in the future|every time|each time|whenever|by default|as a rule|"
     r"in (?:this|the) (?:repo|repository|project|codebase)|across the board|everywhere|"
     r"throughout the (?:code|codebase|project|repo|solution|app)|in all (?:the |of the |our )?(?:code|files|places|"
