@@ -181,3 +181,15 @@ def test_polite_standing_requests_zh_and_just_always_en() -> None:
     for text in ("请帮我看看这个页面为什么是空白的", "can we just check the logs first",
                  "it just always crashes when I open the settings page"):
         assert not any(o.evidence.explicit for o in rule_observations(T(1, text))), text
+
+
+def test_ide_problem_lines_and_json_members_are_not_the_users_voice() -> None:
+    pasted = ("Loop should be simplified by calling Where(item => item.Enabled))sonarqube(csharpsquid:S3267)\n"
+              "Refactor this method to reduce its Cognitive Complexity from 21 to the 15 allowed. [+7 locations]\n"
+              '\t"message": "Change this condition so that it does not always evaluate to \'True\'.",\n'
+              '"severity": 4,\n'
+              "we should always keep the loops simple in the service layer")
+    voice = user_voice(pasted)
+    assert voice == "we should always keep the loops simple in the service layer"
+    twice = [T(1, pasted.split("\n")[0], session="a"), T(1, pasted.split("\n")[0], session="b")]
+    assert not [m for m in learn(twice) if m.status == "active" and m.kind in ("preference", "convention")]

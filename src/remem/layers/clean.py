@@ -39,6 +39,9 @@ _MACHINE = [
                r"using|namespace|return|if|for|while|#include)\b[^\u3400-\u9fff]*[;{}()=:]\s*$"),
     re.compile(r"^\s*(?:\d+\s*\|)|^\s*>\s*\d+\s*\|"),                             # code frames "12 | ..."
     re.compile(r"^\s*(?:[✓✗×✔✘●○◯•▶]|\d+ (?:pass|fail|passed|failed|errors?|warnings?)\b)"),
+    re.compile(r"^\s*\"[\w$.-]+\"\s*:\s*\S"),                                   # JSON members ("message": ...)
+    re.compile(r"\b(?:sonarqube|sonarlint|eslint|pylint|ruff|mypy)\([\w.-]+(?::[\w.-]+)?\)\s*$|"  # IDE problem lines
+               r"\[\+\d+ locations?\]", re.I),
 ]
 _QUOTE = re.compile(r"^\s*>")
 _HEADING = re.compile(r"^\s*#{1,6}\s")
