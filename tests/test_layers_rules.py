@@ -95,3 +95,101 @@ def test_decision_needs_a_reason_or_anchor() -> None:
     d = rule_observations(T(1, "let's go with `zustand` because redux is too heavy for this app"))
     assert d and d[0].kind == "decision" and d[0].data["reason"].startswith("because")
     assert rule_observations(T(2, "lets do the revised recommendation then")) == []
+
+
+# issue 16 recall: stated preferences, plain imperatives, wider generalisers, long typed paragraphs
+
+def _rules(text: str) -> list:
+    return [o for o in rule_observations(T(1, text)) if o.kind in ("preference", "convention", "decision")]
+
+
+def test_stated_wants_and_dislikes_are_rule_candidates() -> None:
+    for text, pol in (("I dont like nested classes, every type gets its own source file", -1),
+                      ("i do not want the installer to touch the global npm cache", -1),
+                      ("I prefer small named records over anonymous tuples in the service layer", 1),
+                      ("I want all the menus to show an icon in front of each entry", 1),
+                      ("use an in-memory filesystem so the unit tests can run in parallel", 1),
+                      ("lets make sure the console project only handles input and rendering", 1)):
+        obs = _rules(text)
+        assert obs and obs[0].polarity == pol, text
+        assert not obs[0].evidence.explicit, text        # one statement: a candidate, not active
+    # task requests, questions and feelings are not rules
+    for text in ("I want to add a settings page today", "can you fix the failing login test",
+                 "do you think we should use a mock filesystem?", "I dont know why the build hangs",
+                 "I like it", "please implement this"):
+        assert _rules(text) == [], text
+
+
+def test_restated_want_in_another_session_activates() -> None:
+    a = T(1, "use an in-memory filesystem so the unit tests can run in parallel", session="a")
+    b = T(1, "use an in-memory filesystem for the unit tests so they can run in parallel", session="b")
+    c = T(1, "I want to add a settings page today", session="c")
+    mems = [m for m in learn([a, b, c]) if m.kind in ("preference", "convention")]
+    fs = [m for m in mems if "filesystem" in m.text]
+    assert len(fs) == 1 and fs[0].status == "active" and {e.session for e in fs[0].evidence} == {"a", "b"}
+    assert not [m for m in mems if "settings" in m.text]
+
+
+def test_wider_generalisers_in_instruction_position() -> None:
+    for text in ("make sure the emoji are extracted into named constants, across the board",
+                 "Core.Parser should be renamed Parser in all the code and documentation",
+                 "I always want to run the sonar scan, not just on release builds"):
+        assert any(o.evidence.explicit for o in _rules(text)), text
+    for text in ("I always wondered how the parser handles this", "it is everywhere in the logs, weird",
+                 "should the parser be renamed everywhere?"):
+        assert not any(o.evidence.explicit for o in rule_observations(T(1, text))), text
+
+
+def test_chinese_wants_and_requests() -> None:
+    for text, pol in (("我不喜欢嵌套类，每个类型单独一个文件", -1), ("请保持接口的命名风格和现有模块一致", 1),
+                      ("别在组件里直接调用数据库接口", -1), ("我希望所有的错误信息都写进日志文件", 1)):
+        obs = _rules(text)
+        assert obs and obs[0].polarity == pol, text
+    for text in ("我想知道为什么构建失败？", "请帮我看看这个报错", "我喜欢"):
+        assert _rules(text) == [], text
+
+
+def test_long_typed_paragraph_is_the_users_voice_but_long_pastes_are_not() -> None:
+    para = ("okay so before we start i want to be clear about how the lobby works for the players. " * 6 +
+            "And going forward never put the room code in the page title")
+    assert len(para) > 400 and "\n" not in para
+    assert "never put the room code" in user_voice(para)
+    assert any(o.evidence.explicit for o in rule_observations(T(1, para)))
+    minified = "var a=1;" + ";".join(f"function f{i}(x){{return x*{i}}}" for i in range(80))
+    logline = "WARN " + " ".join(f"/srv/app/node_modules/pkg{i}/dist/index.js:{i}:{i * 3}" for i in range(40))
+    for junk in (minified, logline, "x" * 900):
+        assert user_voice(junk) == ""
+
+
+def test_obligation_with_its_reason_is_standing_but_a_bug_report_is_not() -> None:
+    for text in ("the merge summary should be printed after the diff table, because a long table scrolls it away",
+                 "each test needs to get its own fake filesystem so that the tests can run in parallel",
+                 "配置文件必须放在仓库根目录，因为部署脚本只在那里查找"):
+        assert any(o.evidence.explicit for o in _rules(text)), text
+    for text in ("it should work because I restarted the server but the lobby is still blank",
+                 "the parser should have been fixed since yesterday, it still crashes on empty input",
+                 "should the summary go after the table because it scrolls away?",
+                 "you should have known the cache was stale because the build printed a warning"):
+        assert not any(o.evidence.explicit for o in rule_observations(T(1, text))), text
+
+
+def test_polite_standing_requests_zh_and_just_always_en() -> None:
+    for text in ("每次打开设置页面，请只加载最近的20条记录", "把所有接口的超时单位都改成毫秒，以后也一样",
+                 "can we just always print the summary table at the end of a batch run"):
+        assert any(o.evidence.explicit for o in _rules(text)), text
+    assert not any(o.evidence.explicit for o in _rules("把这个函数的单位都改成毫秒"))   # one task: a candidate
+    for text in ("请帮我看看这个页面为什么是空白的", "can we just check the logs first",
+                 "it just always crashes when I open the settings page"):
+        assert not any(o.evidence.explicit for o in rule_observations(T(1, text))), text
+
+
+def test_ide_problem_lines_and_json_members_are_not_the_users_voice() -> None:
+    pasted = ("Loop should be simplified by calling Where(item => item.Enabled))sonarqube(csharpsquid:S3267)\n"
+              "Refactor this method to reduce its Cognitive Complexity from 21 to the 15 allowed. [+7 locations]\n"
+              '\t"message": "Change this condition so that it does not always evaluate to \'True\'.",\n'
+              '"severity": 4,\n'
+              "we should always keep the loops simple in the service layer")
+    voice = user_voice(pasted)
+    assert voice == "we should always keep the loops simple in the service layer"
+    twice = [T(1, pasted.split("\n")[0], session="a"), T(1, pasted.split("\n")[0], session="b")]
+    assert not [m for m in learn(twice) if m.status == "active" and m.kind in ("preference", "convention")]

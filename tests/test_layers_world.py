@@ -76,6 +76,23 @@ def test_world_model_needs_repeated_successful_runs() -> None:
     assert one["cmd.test"].status == "candidate"       # one session is not enough for an inferred fact
 
 
+def test_agent_naming_a_command_it_ran_in_another_session_counts_as_that_session() -> None:
+    served = "> web@1.0.0 start\n> node server.js\n\nServer listening on http://localhost:3000\n"
+    run = T("s1", 1, [sh("npm start", served)] + [sh("npm start", served) for _ in range(3)])
+    later = T("s2", 1, [], request="the lobby page is blank after a refresh", day=3,
+              reply="I changed the hydration order. Restart the server with `npm start` and reload the page.")
+    facts = {m.slot: m for m in learn([run, later]) if m.kind == "fact"}
+    assert facts["cmd.run"].value == "npm start" and facts["cmd.run"].status == "active"
+    assert {e.session for e in facts["cmd.run"].evidence} == {"s1", "s2"}
+    # a command the agent only talks about (never ran successfully) is no fact, and one session stays a candidate
+    talk = T("s3", 1, [], request="how do I deploy", day=4, reply="Run `npm run deploy` and then `npm start`.")
+    facts = {m.slot: m for m in learn([run, talk]) if m.kind == "fact"}
+    assert "deploy" not in str([m.value for m in facts.values()])
+    facts = {m.slot: m for m in learn([run, T("s4", 1, [], request="thanks", day=5, reply="Glad it works.")])
+             if m.kind == "fact"}
+    assert facts["cmd.run"].status == "candidate"
+
+
 def test_user_statement_of_fact() -> None:
     t = Turn(id="z#1", session="z", project="web", request="本项目前端使用Next.js 15和Supabase，请生成目录结构规范。")
     facts = [o for o in world_observations([t]) if o.data.get("stated")]

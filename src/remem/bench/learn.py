@@ -8,14 +8,23 @@ world-model slots). A learned memory matches a label item when their kinds are c
 preference / convention / decision; fact; procedure) and they cite a common (session, turn), or,
 for a fact, when it fills the item's ``_slot`` with its ``_value``.
 
+Each project's labels are ``<project>.json`` merged with ``probes/<project>.json`` when present
+(items and probes appended, ``_world`` from either). Probe prompts are not stored: a probe with
+``"prompt": null`` and ``_prompt_sha1`` gets the user request of its ``before`` turn from the
+history at run time, checked against the hash (mismatches are reported, and such probes are not used).
+
+Precision and recall are reported overall, per kind, for the projects labelled blind
+(``BLIND``) and the rest, and for the tuning / pseudo-held-out split (``TUNE`` / ``HELDOUT``).
+
 Not measured here (they need the store wiring of the next wave): need-point coverage, false
-injection, packets, supersession in packets, database growth.
+injection, packets, supersession in packets, database growth. The probes are loaded and counted.
 
     python -m remem.bench.learn --data ../shared/bench/derive-dev [--labels bench/learn-labels] [--json]
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -23,12 +32,63 @@ import time
 from typing import Any
 
 from ..layers import learn
-from ..layers.types import Memory
+from ..layers.types import Memory, Turn
 from .specstory_min import read_project
 
 RULE_GROUP = ("preference", "convention", "decision", "correction")
 WORLD_SLOTS = ("cmd.test", "cmd.build", "cmd.run", "cmd.lint", "pkg.manager")
 JUDGED = ("preference", "convention", "decision", "procedure", "fact")
+# labelled by an independent labeller without reading the extractors (bench/learn-labels/README.md)
+BLIND = ("blastmerge", "semantics", "pokerswound", "schema")
+# the projects looked at while tuning the extractors (issue 16); HELDOUT was not looked at
+TUNE = ("chitin", "blastmerge", "pokerswound", "ttc", "ypos", "alpamayo")
+HELDOUT = ("semantics", "schema", "coder", "appdatastorage", "imguiwidgets")
+GROUPS = {"blind": BLIND, "author": None, "tune": TUNE, "heldout": HELDOUT}
+
+
+def load_labels(labels_dir: str, project: str) -> dict[str, Any] | None:
+    """``<project>.json`` merged with ``probes/<project>.json`` (either may be missing)."""
+    lab: dict[str, Any] | None = None
+    for path in (os.path.join(labels_dir, f"{project}.json"), os.path.join(labels_dir, "probes", f"{project}.json")):
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            part = json.load(f)
+        if lab is None:
+            lab = {"project": project, "items": [], "probes": []}
+        lab["items"] += list(part.get("items") or [])
+        lab["probes"] += list(part.get("probes") or [])
+        if part.get("_world") and not lab.get("_world"):
+            lab["_world"] = part["_world"]
+    return lab
+
+
+def prompt_sha1(text: str) -> str:
+    return hashlib.sha1(text.replace("\r", "").strip().encode("utf-8")).hexdigest()
+
+
+def resolve_probes(probes: list[dict[str, Any]], turns: list[Turn]) -> dict[str, Any]:
+    """Fill each probe's prompt from its ``before`` turn; check ``_prompt_sha1``. Returns the usable
+    probes (with ``prompt`` set) and the problems (missing turn, hash mismatch)."""
+    by_id = {t.id: t for t in turns}
+    ok: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for p in probes:
+        b = p.get("before") or {}
+        ref = f"{b.get('session')}#{b.get('turn')}"
+        prompt = p.get("prompt")
+        if prompt is None:
+            t = by_id.get(ref)
+            if t is None:
+                problems.append(f"{p.get('pid')}: no turn {ref}")
+                continue
+            prompt = t.request
+            want = p.get("_prompt_sha1")
+            if want and prompt_sha1(prompt) != want:
+                problems.append(f"{p.get('pid')}: prompt of {ref} does not match _prompt_sha1")
+                continue
+        ok.append({**p, "prompt": prompt})
+    return {"probes": ok, "problems": problems}
 
 
 def _group(kind: str) -> str:
@@ -45,6 +105,10 @@ def matches(m: Memory, item: dict[str, Any]) -> bool:
     if item.get("_slot"):
         return m.slot == item["_slot"] and m.value.lower() == str(item.get("_value", "")).lower()
     return bool({e.turn_id for e in m.evidence} & _refs(item))
+
+
+def _ratio(a: int, b: int) -> float | None:
+    return round(a / b, 3) if b else None
 
 
 def _pr(mems: list[Memory], items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -68,9 +132,9 @@ def run(data: str, labels_dir: str | None, projects: list[str] | None = None) ->
     names = projects or sorted(d for d in os.listdir(raw) if os.path.isdir(os.path.join(raw, d)))
     per: dict[str, Any] = {}
     total_turns, total_time = 0, 0.0
-    all_act: list[tuple[Memory, list[dict[str, Any]]]] = []
-    all_cand: list[tuple[Memory, list[dict[str, Any]]]] = []
-    all_items: list[tuple[dict[str, Any], list[Memory], list[Memory]]] = []
+    all_act: list[tuple[Memory, list[dict[str, Any]], str]] = []
+    all_cand: list[tuple[Memory, list[dict[str, Any]], str]] = []
+    all_items: list[tuple[dict[str, Any], list[Memory], list[Memory], str]] = []
     worlds: list[bool] = []
     for p in names:
         turns = read_project(os.path.join(raw, p), p)
@@ -85,10 +149,13 @@ def run(data: str, labels_dir: str | None, projects: list[str] | None = None) ->
         row: dict[str, Any] = {"turns": len(turns), "seconds": round(dt, 3), "active": len(active),
                                "candidates": len(cands) - len(active),
                                "by_kind": {k: sum(m.kind == k for m in active) for k in JUDGED}}
-        lab_path = os.path.join(labels_dir, f"{p}.json") if labels_dir else ""
-        if lab_path and os.path.exists(lab_path):
-            with open(lab_path, encoding="utf-8") as f:
-                lab = json.load(f)
+        lab = load_labels(labels_dir, p) if labels_dir else None
+        if lab is not None:
+            pr = resolve_probes(lab["probes"], turns)
+            row["probes"] = {"loaded": len(lab["probes"]), "usable": len(pr["probes"]),
+                             "by_type": {k: sum(x.get("type") == k for x in pr["probes"])
+                                         for k in ("need_point", "later_task", "negative")},
+                             "problems": pr["problems"]}
             items = list(lab.get("items", []))
             have = {i.get("_slot") for i in items}
             for slot, val in (lab.get("_world") or {}).items():   # expected world slots are items too
@@ -97,23 +164,39 @@ def run(data: str, labels_dir: str | None, projects: list[str] | None = None) ->
                                   "evidence": []})
             row["active_pr"] = _pr(active, items)
             row["candidate_pr"] = _pr(cands, items)
-            all_act += [(m, items) for m in active]
-            all_cand += [(m, items) for m in cands]
-            all_items += [(i, active, cands) for i in items if not i.get("superseded_by")]
+            all_act += [(m, items, p) for m in active]
+            all_cand += [(m, items, p) for m in cands]
+            all_items += [(i, active, cands, p) for i in items if not i.get("superseded_by")]
             if lab.get("_world"):
                 row["world"] = world(mems, lab["_world"])
                 worlds.append(bool(row["world"]["ok"]))
         per[p] = row
 
-    def overall(pairs: list[tuple[Memory, list[dict[str, Any]]]], which: int) -> dict[str, Any]:
-        ok = sum(any(matches(m, i) for i in items) for m, items in pairs)
-        found = sum(any(matches(m, i) for m in (a if which == 0 else c)) for i, a, c in all_items)
-        return {"precision": round(ok / len(pairs), 3) if pairs else None, "memories": len(pairs), "correct": ok,
-                "recall": round(found / len(all_items), 3) if all_items else None, "items": len(all_items),
-                "found": found}
+    def overall(which: int, keep: Any = lambda p: True, kind: str | None = None) -> dict[str, Any]:
+        pairs = [(m, its) for m, its, p in (all_act if which == 0 else all_cand)
+                 if keep(p) and (kind is None or _group(m.kind) == _group(kind))]
+        ok = sum(any(matches(m, i) for i in its) for m, its in pairs)
+        live = [(i, a if which == 0 else c) for i, a, c, p in all_items
+                if keep(p) and (kind is None or i["kind"] == kind)]
+        found = sum(any(matches(m, i) for m in ms) for i, ms in live)
+        return {"precision": _ratio(ok, len(pairs)), "memories": len(pairs), "correct": ok,
+                "recall": _ratio(found, len(live)), "items": len(live), "found": found}
+
+    def member(group: tuple[str, ...] | None) -> Any:
+        return (lambda p: p not in BLIND) if group is None else (lambda p: p in group)
+
+    groups = {g: {"active": overall(0, member(ps)), "candidates": overall(1, member(ps))} for g, ps in GROUPS.items()}
+    # precision per memory kind group (rules are judged together), recall per label kind
+    per_kind = {k: {"recall": overall(0, kind=k)["recall"], "items": overall(0, kind=k)["items"]} for k in JUDGED}
+    for k in ("rule", "fact", "procedure"):
+        o = overall(0, kind="preference" if k == "rule" else k)
+        per_kind.setdefault("_precision", {})[k] = {"precision": o["precision"], "memories": o["memories"]}
+    probe_problems = [x for r in per.values() for x in r.get("probes", {}).get("problems", [])]
 
     return {"projects": per,
-            "overall": {"active": overall(all_act, 0), "candidates": overall(all_cand, 1),
+            "overall": {"active": overall(0), "candidates": overall(1), "groups": groups, "per_kind": per_kind,
+                        "probes": sum(r.get("probes", {}).get("usable", 0) for r in per.values()),
+                        "probe_problems": probe_problems,
                         "world_model_projects_right": f"{sum(worlds)}/{len(worlds)}",
                         "turns": total_turns, "learn_seconds": round(total_time, 3),
                         "turns_per_second": round(total_turns / total_time, 1) if total_time else None,
@@ -152,6 +235,16 @@ def main(argv: list[str] | None = None) -> int:
           f"R {o['active']['recall']} ({o['active']['found']}/{o['active']['items']});  candidates P "
           f"{o['candidates']['precision']} R {o['candidates']['recall']};  world {o['world_model_projects_right']};  "
           f"{o['turns_per_second']} turns/s")
+    for g, v in o["groups"].items():
+        a, c = v["active"], v["candidates"]
+        print(f"  {g:8s} active P {a['precision']} ({a['correct']}/{a['memories']})  R {a['recall']} "
+              f"({a['found']}/{a['items']});  candidates R {c['recall']}")
+    print("  recall by kind: " + ", ".join(f"{k} {v['recall']} ({v['items']})" for k, v in o["per_kind"].items()
+                                          if not k.startswith("_")))
+    print("  precision by kind: " + ", ".join(f"{k} {v['precision']} ({v['memories']})"
+                                             for k, v in o["per_kind"]["_precision"].items()))
+    print(f"  probes usable {o['probes']}, problems {len(o['probe_problems'])}"
+          + ("".join(f"\n    {x}" for x in o["probe_problems"][:20])))
     print("not measured:", rep["not_measured"])
     return 0
 

@@ -39,6 +39,9 @@ _MACHINE = [
                r"using|namespace|return|if|for|while|#include)\b[^\u3400-\u9fff]*[;{}()=:]\s*$"),
     re.compile(r"^\s*(?:\d+\s*\|)|^\s*>\s*\d+\s*\|"),                             # code frames "12 | ..."
     re.compile(r"^\s*(?:[✓✗×✔✘●○◯•▶]|\d+ (?:pass|fail|passed|failed|errors?|warnings?)\b)"),
+    re.compile(r"^\s*\"[\w$.-]+\"\s*:\s*\S"),                                   # JSON members ("message": ...)
+    re.compile(r"\b(?:sonarqube|sonarlint|eslint|pylint|ruff|mypy)\([\w.-]+(?::[\w.-]+)?\)\s*$|"  # IDE problem lines
+               r"\[\+\d+ locations?\]", re.I),
 ]
 _QUOTE = re.compile(r"^\s*>")
 _HEADING = re.compile(r"^\s*#{1,6}\s")
@@ -55,7 +58,20 @@ _TEMPLATES = [
 ]
 LONG_MESSAGE_LINES = 15      # longer messages are mostly pasted material: keep their head and tail
 KEEP_EDGE_LINES = 3
-MAX_LINE = 400               # a single line longer than this is a paste (minified output, a log line)
+MAX_LINE = 400               # a single line longer than this is a paste (minified output, a log line) ...
+MAX_PROSE_LINE = 4000        # ... unless it reads as prose: a paragraph typed without line breaks
+_WORDISH = re.compile(r"^[A-Za-z][a-z']*[,.;:!?]?$")
+
+
+def _prose(line: str) -> bool:
+    """A long line a person typed: mostly short plain words, no long tokens (paths, hashes, minified code)."""
+    if len(line) > MAX_PROSE_LINE or _CJK.search(line):
+        return bool(_CJK.search(line)) and len(line) <= MAX_PROSE_LINE and len(_LETTER.findall(line)) > 0.6 * len(line)
+    toks = line.split()
+    if len(toks) < 40:
+        return False
+    words = sum(bool(_WORDISH.match(t)) for t in toks)
+    return words >= 0.8 * len(toks) and sum(len(t) > 25 for t in toks) <= 2
 
 
 def _machine(line: str) -> bool:
@@ -86,7 +102,7 @@ def user_voice(text: str) -> str:
         if in_fence or raw.startswith(("    ", "\t")) or _QUOTE.match(raw) or _HEADING.match(raw):
             continue
         line = raw.strip()
-        if not line or len(line) > MAX_LINE:
+        if not line or (len(line) > MAX_LINE and not _prose(line)):
             continue
         if _machine(line):
             continue

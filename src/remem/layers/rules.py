@@ -41,9 +41,29 @@ _CONTRAST_ZH = [
 _PROHIBIT_EN = re.compile(r"\b(don'?t|dont|do not|never|stop|avoid|no more|shouldn'?t|should not|must not|"
                           r"mustn'?t|you (?:can'?t|cannot))\b", re.I)
 _OBLIGE_EN = re.compile(r"\b(always|must|make sure (?:to|you|that)|be sure to|should always|need to always|"
-                        r"(?:all|every|each) [\w ]{1,30} (?:should|must|need to|have to))\b", re.I)
+                        r"(?:all|every|each) [\w ]{1,30} (?:should|must|needs? to|ha(?:ve|s) to))\b", re.I)
 _PROHIBIT_ZH = re.compile(r"(不要|别|不用|禁止|不能|不准|勿|不许|不应)")
-_OBLIGE_ZH = re.compile(r"(必须|一定要|务必|应该|需要都|都要|都用|只能)")
+_OBLIGE_ZH = re.compile(r"(必须|一定要|务必|应该|需要都|都要|都用|只能|要用|请用|请保持|保持|尽量|优先|都改成|都改为|都换成|"
+                        r"请只|请始终|请一直|请确保|确保)")
+# the user stating what they want or dislike, and plain imperatives of standing shape: candidates
+# only (a restatement in another session, a generaliser, a cue or a correction makes them active)
+_WANT_EN = re.compile(r"\bi (?:really )?(?:do not|don'?t|dont) (?:want|like|need)\b|\bi (?:would )?(?:prefer|like) \w|"
+                      r"\bi (?:want|would like|'?d like) (?:all|every|each|them|it|the|our|my|you to (?:always|never|keep|use))\b|"
+                      r"\bi'?d rather\b|^(?:(?:ok|okay|so|also|and|please|now|lets|let'?s)[,:]?\s+)*(?:use|prefer|keep)\s|"
+                      r"\b(?:lets|let'?s|please|you|we) (?:make sure|ensure)\b|^(?:make sure|ensure)\b|"
+                      r"\b(?:should|shouldn'?t|has to|needs to) (?:be|have|use|only|not|never|always|stay|live|go|follow)\b",
+                      re.I)
+_WANT_ZH = re.compile(r"我(?:不)?(?:想要|希望|喜欢|倾向)|请(?:不要|别|保持|使用|用)|^(?:要|别|不要)")
+_DISLIKE = re.compile(r"\bi (?:really )?(?:do not|don'?t|dont) (?:want|like|need)\b|shouldn'?t|我不(?:想|希望|喜欢)|"
+                      r"^(?:别|不要)|请(?:不要|别)", re.I)
+# an instruction that gives its reason ("use X so that the tests can run in parallel") is meant to last
+_IMPERATIVE = re.compile(r"^(?:(?:ok|okay|so|also|and|please|now|lets|let'?s|then)[,:]?\s+)*(?:use|keep|put|prefer|"
+                         r"make sure|ensure|always|never|don'?t|dont|do not|avoid)\b", re.I)
+_WHY = re.compile(r"\b(?:so that|so (?:we|it|they|i|you) can|because|since)\b|(?:因为|以便|为了)", re.I)
+_SHOULD = re.compile(r"\b(?:should|must|needs? to|has to|have to)\b|(?:必须|应该|一定要|务必)", re.I)
+_BUG = re.compile(r"\b(?:it|this|that) (?:should|must)(?:n'?t)? (?:work|be working|have worked)|\b(?:but|still|though|yet)\b|"
+                  r"\b(?:you|we) (?:should|must) (?:have|know)\b", re.I)
+MIN_LOOSE_TERMS = 4          # a rule with no concrete anchor needs this many content words
 _CORRECTION_EN = re.compile(
     r"^(?:no[,.!]|nope|wrong|that'?s (?:not|wrong|incorrect)|not like that|not what i|this is not what|"
     r"i (?:did not|didn'?t|never) (?:ask|want|say)|why did you|you (?:still|again|didn'?t|did not|forgot)|"
@@ -64,6 +84,8 @@ _CODE = re.compile(r"`([^`]{1,60})`")
 _PATHISH = re.compile(r"(?:[\w-]+/)+[\w.-]+|\b[\w-]+\.(?:py|ts|tsx|js|jsx|cs|csproj|sln|md|mdc|json|ya?ml|toml|"
                       r"sh|ps1|go|rs|java|ipynb|sql|css|html)\b")
 _IDENT = re.compile(r"\b(?:[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|\w+_\w+|[A-Z]{2,}\w*)\b")
+_UPPER = re.compile(r"[A-Z]")
+_ASCII_ALPHA = re.compile(r"[A-Za-z]")
 MAX_RULE_CHARS = 300
 MIN_RULE_TERMS = 3           # "always fix" is not a rule
 
@@ -118,10 +140,14 @@ def _contrast(sentence: str) -> tuple[str, str] | None:
 
 _GEN_POS_EN = re.compile(
     r"^(?:(?:please|and|also|so|but|yes|ok|okay|actually|again|remember)[,:]?\s+)*(?:always|never)\b|"
-    r"\b(?:should|must|need to|have to|to|you|we|please) (?:always|never)\b|"
+    r"\b(?:should|must|need to|have to|to|you|we|please) (?:just |really )?(?:always|never)\b|"
     r"\b(?:from now on|going forward|in the future|every time|each time|whenever|by default|as a rule|"
-    r"in (?:this|the) (?:repo|repository|project|codebase))\b", re.I)
-_NARRATION = re.compile(r"\b(?:i|it|this|that|he|she|they|isn'?t|wasn'?t|is|was|were) (?:always|never)\b|"
+    r"in (?:this|the) (?:repo|repository|project|codebase)|across the board|everywhere|"
+    r"throughout the (?:code|codebase|project|repo|solution|app)|in all (?:the |of the |our )?(?:code|files|places|"
+    r"projects|tests|docs|documentation|repos)|(?:the|our) whole (?:solution|codebase|project|repo)|"
+    r"i (?:always|never) (?:want|prefer|like|use))\b", re.I)
+_NARRATION = re.compile(r"\b(?:i(?! (?:always|never) (?:want|prefer|like|use)\b)|it|this|that|he|she|they|isn'?t|wasn'?t|is|was|were) (?:always|never)\b|"
+                        r"\b(?:is|are|was|were|it'?s|been) (?:everywhere|across the board)\b|"
                         r"\bnever (?:asked|said|wanted|told|knew|been|had|got|did|was)\b|"
                         r"\b(?:such that|so that|so|if|when) (?:you|it|we) (?:always|never)\b", re.I)
 _USE = re.compile(r"^(?:please |pls )?(?:use|using|请使用|使用|用)\s*`?([A-Za-z][\w.@+/-]{1,40})`?\s*[.。!]?$", re.I)
@@ -153,8 +179,7 @@ def rule_observations(turn: Turn, prev: Turn | None = None,
     for s in sentences(voice):
         if len(s) > MAX_RULE_CHARS:
             continue
-        caps = sum(c.isupper() for c in s)
-        if caps > 0.6 * max(1, sum(c.isalpha() and c.isascii() for c in s)) and len(s) > 20:
+        if len(s) > 20 and len(_UPPER.findall(s)) > 0.6 * max(1, len(_ASCII_ALPHA.findall(s))):
             continue                     # shouting, not a rule
         general = _general(s)
         cue = bool(MEMORY_CUES_EN.search(s) or MEMORY_CUES_ZH.search(s))
@@ -178,15 +203,16 @@ def rule_observations(turn: Turn, prev: Turn | None = None,
             continue
         if "?" in s or "？" in s:
             continue
-        prohibit = _PROHIBIT_EN.search(s) or _PROHIBIT_ZH.search(s)
-        oblige = _OBLIGE_EN.search(s) or _OBLIGE_ZH.search(s)
+        want = _WANT_EN.search(s) or _WANT_ZH.search(s)
+        prohibit = _PROHIBIT_EN.search(s) or _PROHIBIT_ZH.search(s) or (want and _DISLIKE.search(s))
+        oblige = _OBLIGE_EN.search(s) or _OBLIGE_ZH.search(s) or want
         anc = anchors(s)            # tools, `code`, paths, identifiers
         if not anc and (general or cue):
             anc = anchors(s, vocab)  # a project word is enough when the user generalises
-        if (prohibit or oblige or cue) and (anc or general or cue) and len(terms(s)) >= MIN_RULE_TERMS:
-            if not (general or cue) and not anc:
-                continue
-            explicit = general or cue or repeat
+        n_terms = len(terms(s))
+        if (prohibit or oblige or cue) and n_terms >= MIN_RULE_TERMS and \
+                (anc or general or cue or n_terms >= MIN_LOOSE_TERMS):
+            explicit = general or cue or repeat or bool(_WHY.search(s) and _SHOULD.search(s) and not _BUG.search(s))
             kind = _rule_kind(s)
             if cue and not (prohibit or oblige) and re.search(r"\b(?:remember|keep in mind) that\b", s, re.I) \
                     and not re.search(r"\b(?:want|should|must|need|use|using|prefer)\b", s, re.I):

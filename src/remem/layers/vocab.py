@@ -47,10 +47,21 @@ _TOKEN = re.compile(r"[A-Za-z][\w.+#/-]*[\w+#]|[A-Za-z]")
 _CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 
 
+def _stem(w: str) -> str:
+    """Plural and -ing endings off, so that restatements in other words share their terms."""
+    if len(w) > 5 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 5 and w.endswith(("ches", "shes", "sses", "xes")):
+        return w[:-2]
+    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")) and w.isalpha():
+        return w[:-1]
+    return w
+
+
 def terms(text: str) -> frozenset[str]:
     """Content words of a statement (lower-case Latin words, CJK bigrams) for matching restatements."""
     low = text.lower().replace("`", " ")
-    out = {w.rstrip(".") for w in _TOKEN.findall(low) if w not in STOP and len(w) > 1}
+    out = {_stem(w.rstrip(".")) for w in _TOKEN.findall(low) if w not in STOP and len(w) > 1}
     for run in _CJK_RUN.findall(text):
         if len(run) == 1:
             out.add(run)

@@ -33,6 +33,7 @@ _USER_FACT_EN = re.compile(
     r"database|db|library|codebase) (?:uses|is built (?:with|on)|runs on|is written in|is based on|is a)\b", re.I)
 _USER_FACT_ZH = re.compile(r"(?:本项目|这个项目|该项目|项目|前端|后端|数据库)(?:的)?(?:前端|后端|数据库)?(?:使用|用的是|采用|基于|是)")
 _USER_CMD = re.compile(r"\b(npm|pnpm|yarn|bun|uv|poetry|dotnet) (?:run|install|add|ci|test|build|sync)\b", re.I)
+_CODE_SPAN = re.compile(r"`([^`\n]{3,80})`")
 MIN_LANG_FILES = 5
 WORKING_STATE_CHARS = 500
 WORKING_STATE_DAYS = 7
@@ -128,6 +129,23 @@ def world_observations(turns: list[Turn]) -> list[Observation]:
             out.append(Observation(kind="fact", key=slot, text=text, project=project, evidence=e,
                                    slot=slot, value=value, data=dict(data)))
 
+    # the agent telling the user to run a command it ran successfully elsewhere ("restart with `npm start`")
+    # is another session's evidence for that command, never a run of its own (it picks no winner)
+    seen = {fam for fams in runs.values() for fam in fams}
+    heads = {fam.split(" ")[0] for fam in seen}
+    if seen:
+        for t in turns:
+            if "`" not in t.reply:
+                continue
+            for span in set(_CODE_SPAN.findall(t.reply[:20000])):
+                if not any(h in span for h in heads):
+                    continue
+                for seg in segments(span):
+                    fam = family(seg)
+                    cat = category(fam)
+                    key = f"{cat}\x1f{fam}"
+                    if fam in seen and cat and t.session not in {e.session for e in run_ev[key]}:
+                        run_ev[key].append(_ev(t))
     for cat, fams in runs.items():
         # the family with the most successful runs; ties go to the one seen in more sessions
         best = max(fams, key=lambda f: (len({e.session for e in run_ev[f"{cat}\x1f{f}"]}), fams[f], f))
