@@ -9,3 +9,7 @@ from __future__ import annotations
 
 class RememError(Exception):
     """An expected failure with a message meant for the user."""
+
+
+class ConfigError(RememError, ValueError):
+    """A setting that cannot be read, parsed or written (``remem.config`` re-exports it)."""
