@@ -19,6 +19,7 @@ from typing import Any
 from .agent_text import safe_tree
 from .config import ConfigError
 from .core import Remem
+from .errors import RememError
 from .ingest.normalize import InputError
 from .scope import Scope, ScopeError
 from .store import StoreError
@@ -26,7 +27,8 @@ from .store import StoreError
 log = logging.getLogger("remem.mcp")
 # failures a tool call can expect (bad arguments, an id not in scope, a locked database): the client
 # gets their message, the log one line; anything else is a bug and keeps the SDK's traceback
-EXPECTED = (ValueError, LookupError, OverflowError, InputError, ScopeError, StoreError, ConfigError, sqlite3.Error)
+EXPECTED = (RememError, ValueError, LookupError, OverflowError, InputError, ScopeError, StoreError, ConfigError,
+            sqlite3.Error)
 
 INSTRUCTIONS = (
     "remem is the user's long-term memory across coding agents. Search it (memory_search) before "

@@ -13,11 +13,13 @@ from typing import Any, NoReturn
 import click
 
 from ..config import ConfigError
+from ..errors import RememError
 from ..ingest.normalize import InputError
 from ..scope import ScopeError
 from ..store import StoreError
 
-EXPECTED = (InputError, StoreError, ConfigError, ScopeError, ValueError, OSError, sqlite3.Error)
+# RememError is every failure remem raises on purpose; the rest are the library's own expected ones
+EXPECTED = (RememError, InputError, StoreError, ConfigError, ScopeError, ValueError, OSError, sqlite3.Error)
 
 
 def count(n: int, one: str, many: str | None = None) -> str:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..agents import canonical_agent
+from ..errors import RememError
 from ..model import Message, TurnIn
 from ..store.sqlite.db import transaction
 from .base import SOURCES, ParseStats, Source, Unit
@@ -53,7 +54,7 @@ MAX_NOTES = 50               # error and skip reasons a result keeps (the counts
 ProgressFn = Callable[[dict[str, Any]], None]
 
 
-class SyncBusy(RuntimeError):
+class SyncBusy(RememError, RuntimeError):
     """Another sync holds this home's sync lock."""
 
 
