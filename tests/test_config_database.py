@@ -8,6 +8,7 @@ import json
 import sqlite3
 
 from remem import config as configmod
+from remem.settings import SPECS
 
 NOTES = [
     "Retry budget: test_retry_backoff times out on CI because the sandbox answers in 7 s; raised to 15 s "
@@ -93,7 +94,7 @@ def test_config_list_and_get_show_type_default_source_variable_and_reason(cli, r
     assert cli("config", "set", "recall.token_budget", "1500").returncode == 0
     rows = json.loads(cli("config", "list", "--json").stdout)
     by = {r["key"]: r for r in rows}
-    assert set(by) == {k for k in configmod.model.SPECS if not k.startswith("agents.<id>.")}
+    assert set(by) == {k for k in SPECS if not k.startswith("agents.<id>.")}
     assert by["recall.token_budget"] == {
         "key": "recall.token_budget", "value": 1500, "source": str(remem_home / "config.yaml"), "type": "int",
         "default": 2000, "allowed": "a whole number between 800 and 4000", "env": "REMEM_TOKEN_BUDGET",

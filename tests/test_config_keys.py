@@ -31,7 +31,7 @@ def _attr_chain(node: ast.Attribute) -> list[str] | None:
             return parts[::-1]
         parts.append(cur.attr)
         cur = cur.value
-    return parts[::-1] if isinstance(cur, ast.Name) and cur.id == "settings" else None
+    return None
 
 
 def _literal(node: ast.expr) -> str | None:
@@ -61,6 +61,8 @@ def reads() -> dict[str, list[str]]:
                 return True
             if isinstance(base, ast.Name) and base.id == "cfg":
                 return cfg_ok
+            if in_config and isinstance(node, ast.Name) and node.id == "self":     # Config.get itself
+                return True
             if in_config and isinstance(node, ast.Attribute) and node.attr == "values":
                 return isinstance(node.value, ast.Name) and node.value.id == "self"
             return False

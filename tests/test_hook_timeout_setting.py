@@ -119,7 +119,7 @@ def test_remem_config_set_reaches_the_hook_through_its_json_mirror(cli, mem, rem
     mirror = remem_home / "hook-settings.json"
     assert mirror.stat().st_mode & 0o777 == 0o600
     data = json.loads(mirror.read_text())
-    assert data["values"]["hooks.timeout"] == 3.5 and data["env"]["hooks.timeout"] == "REMEM_HOOK_TIMEOUT"
+    assert data["values"]["hooks"]["timeout"] == 3.5 and data["specs"]["hooks.timeout"]["env"] == "REMEM_HOOK_TIMEOUT"
     assert (remem_home / "token").read_text().strip() not in mirror.read_text()
     code = ("import sys, json; from pathlib import Path; from remem.integrations.runtime import request_timeout, "
             "budget_seconds; h = Path(sys.argv[1]); print(json.dumps([request_timeout(h, {}), budget_seconds({}, h), "

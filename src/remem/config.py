@@ -3,8 +3,11 @@
 The keys, their types, defaults, reasons, variables and checks are declared once, in
 ``settings.py``; this module reads and writes the file around that model. ``Config.settings`` is the
 typed object (``cfg.settings.recall.token_budget``); ``Config.get("recall.token_budget")`` is the
-same value by dotted key, for declared keys only. Every save also writes ``hook-settings.json``, the
-few values the hook reads without importing pydantic or PyYAML (``hook_settings.py``).
+same value by dotted key, for declared keys only.
+
+Every save also writes ``hook-settings.json``, the checked settings as JSON (``hook_settings.py``).
+``load`` reads that mirror when it is fresh and the environment's values parse, so a hook or a short
+command needs neither pydantic nor PyYAML; ``Config.settings`` builds the typed model on first use.
 """
 
 from __future__ import annotations
@@ -13,19 +16,27 @@ import copy
 import os
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import hook_settings
-from . import settings as model
-from .errors import ConfigError
+from .errors import ConfigError, UndeclaredSetting
 
-__all__ = ["ConfigError", "Config", "DEFAULTS", "ENV_KEYS", "home_dir", "load", "save_file", "ensure_token"]
+if TYPE_CHECKING:
+    from . import settings as model_t
+
+__all__ = ["ConfigError", "Config", "UndeclaredSetting", "home_dir", "load", "save_file", "ensure_token"]
 
 ENV_PREFIX = "REMEM_"
-#: environment variables that set a setting (others like REMEM_HOME are paths, not settings)
-ENV_KEYS: dict[str, str] = model.ENV_KEYS
-#: the defaults as plain data (what ``config show`` prints for an empty file)
-DEFAULTS: dict[str, Any] = model.Settings().model_dump(mode="json")
+
+
+def __getattr__(name: str) -> Any:
+    """``ENV_KEYS`` (variable → dotted key) and ``DEFAULTS`` (the defaults as plain data), from the
+    model, computed when first asked for (importing the model loads pydantic)."""
+    if name not in ("ENV_KEYS", "DEFAULTS"):    # also what the import system probes (__path__, …)
+        raise AttributeError(name)
+    from . import settings as model
+
+    return model.ENV_KEYS if name == "ENV_KEYS" else model.Settings().model_dump(mode="json")
 
 
 def home_dir(home: str | os.PathLike[str] | None = None) -> Path:
@@ -70,6 +81,8 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def _parse_value(key: str, raw: str) -> Any:
     """A value typed on the command line: YAML for lists and mappings, else the text (the model
     reads "true", "5", "0.5" as the setting's type)."""
+    from . import settings as model
+
     s = model.spec(key)
     if s is not None and s.type not in ("mapping", "list of text"):
         return raw
@@ -110,23 +123,63 @@ class Config:
     does not declare stay there untouched); ``values`` the effective settings as plain data."""
 
     def __init__(self, home: Path, values: dict[str, Any] | None = None, file_values: dict[str, Any] | None = None,
-                 *, env: dict[str, str] | None = None, settings: model.Settings | None = None) -> None:
+                 *, env: dict[str, str] | None = None, settings: model_t.Settings | None = None) -> None:
+        from . import settings as model
+
         self.home = home
-        self.file_values: dict[str, Any] = file_values if file_values is not None else {}
-        self._env_tree, self.env_used = model.env_tree(env or {})
-        self.settings = settings if settings is not None else model.resolve(
-            _merge(values if values is not None else self.file_values, self._env_tree), where=str(self.path),
-            env_used=self.env_used)
+        self._file: dict[str, Any] | None = file_values if file_values is not None else {}
+        self._env = dict(env or {})
+        tree, self.env_used = model.env_tree(self._env)
+        self._settings: model_t.Settings | None = settings if settings is not None else model.resolve(
+            _merge(values if values is not None else self._file, tree), where=str(self.path), env_used=self.env_used)
+        self._plain: dict[str, Any] | None = None
+        self._specs: dict[str, Any] | None = None
+
+    @classmethod
+    def _from_mirror(cls, home: Path, env: dict[str, str]) -> Config | None:
+        """From hook-settings.json without pydantic, when it is fresh and every variable parses."""
+        data = hook_settings.read(home)
+        got = hook_settings.apply_env(data, env, strict=True) if data is not None else None
+        if data is None or got is None:
+            return None
+        self = cls.__new__(cls)
+        self.home, self._file, self._env, self._settings = home, None, dict(env), None
+        self._plain, self.env_used = got
+        self._specs = data["specs"]
+        return self
 
     @classmethod
     def unchecked(cls, home: Path, env: dict[str, str] | None = None) -> Config:
         """The file as it is, even holding a bad value, so that ``set`` can fix it (``set`` checks
         the whole file it would write); the settings are the defaults meanwhile."""
+        from . import settings as model
+
         return cls(home, file_values=read_file(home / "config.yaml"), env=env, settings=model.Settings())
 
     @property
+    def settings(self) -> model_t.Settings:
+        """The typed settings (built from the checked mirror on first use)."""
+        if self._settings is None:
+            from . import settings as model
+
+            assert self._plain is not None
+            self._settings = model.resolve(self._plain, where=str(self.home / hook_settings.NAME))
+        return self._settings
+
+    @settings.setter
+    def settings(self, value: model_t.Settings) -> None:
+        self._settings, self._plain = value, None
+
+    @property
+    def file_values(self) -> dict[str, Any]:
+        if self._file is None:
+            self._file = read_file(self.path)
+        return self._file
+
+    @property
     def values(self) -> dict[str, Any]:
-        return _frozen(self.settings.model_dump(mode="json"))  # type: ignore[no-any-return]
+        plain = self._plain if self._settings is None else self._settings.model_dump(mode="json")
+        return _frozen(plain)  # type: ignore[no-any-return]
 
     @property
     def path(self) -> Path:
@@ -134,7 +187,7 @@ class Config:
 
     @property
     def database_url(self) -> str:
-        return self.settings.database.url
+        return str(self.get("database.url"))
 
     @property
     def db_path(self) -> Path:
@@ -156,14 +209,18 @@ class Config:
 
     def get(self, key: str) -> Any:
         """The typed value of a declared key; an undeclared one raises ``UndeclaredSetting``."""
+        if self._settings is None and self._plain is not None and self._specs is not None:
+            return hook_settings.lookup(self._plain, self._specs, key)
         return self.settings.get(key)
 
     def set(self, key: str, raw: str | Any) -> Any:
         """Validate and persist one setting into config.yaml; returns the stored value. A bad value
         raises ``ConfigError`` and changes nothing (neither the file nor this object)."""
+        from . import settings as model
+
         try:
             model.spec(key)
-        except model.UndeclaredSetting:
+        except UndeclaredSetting:
             raise ConfigError(f"unknown setting: {key} (`remem config list` shows them all)") from None
         value = _parse_value(key, raw) if isinstance(raw, str) else raw
         new = copy.deepcopy(self.file_values)
@@ -174,26 +231,40 @@ class Config:
         got = checked.get(key)
         if not isinstance(got, dict):
             _set(new, key, got)    # the typed value ("5" → 5.0 for hooks.timeout)
-        settings = model.resolve(_merge(new, self._env_tree), where=str(self.path), env_used=self.env_used)
+        tree, _ = model.env_tree(self._env)
+        settings = model.resolve(_merge(new, tree), where=str(self.path), env_used=self.env_used)
         save_file(self.path, new)
-        self.file_values, self.settings = new, settings
+        self._file, self.settings = new, settings
         return got
 
     def override(self, key: str, value: Any) -> None:
         """Change a setting in this process only (benchmarks, tests), validated, never saved."""
+        from . import settings as model
+
         data = self.settings.model_dump(mode="json")
         _set(data, key, value)
         self.settings = model.resolve(data, where=f"override of {key}")
 
     def agent_settings(self, agent: str) -> dict[str, Any]:
-        got = self.settings.agents.get(agent)
-        return got.model_dump() if got is not None else {}
+        got = (self.get("agents") or {}).get(agent)
+        return dict(got) if got else {}
+
+    def mirror(self) -> dict[str, Any]:
+        """What hook-settings.json holds: defaults + file, checked (no environment)."""
+        from . import settings as model
+
+        plain = model.resolve(self.file_values, where=str(self.path))
+        return {"values": plain.model_dump(mode="json"), "specs": {k: s.plain() for k, s in model.SPECS.items()}}
 
     def write_hook_settings(self) -> None:
-        """The mirror the hook reads (defaults + file, no environment: the hook applies its own)."""
-        plain = model.resolve(self.file_values, where=str(self.path))
-        hook_settings.write(self.home, {k: plain.get(k) for k in hook_settings.KEYS},
-                            {k: s.env for k in hook_settings.KEYS if (s := model.SPECS.get(k)) and s.env})
+        """Write the mirror (none when database.url holds a password: the mirror never holds a secret)."""
+        from .store.url import parse
+
+        m = self.mirror()
+        if parse(m["values"]["database"]["url"], self.home).safe != m["values"]["database"]["url"]:
+            hook_settings.remove(self.home)
+            return
+        hook_settings.write(self.home, m["values"], m["specs"])
 
 
 def save_file(path: Path, data: dict[str, Any]) -> None:
@@ -231,7 +302,7 @@ def load(home: str | os.PathLike[str] | None = None, env: dict[str, str] | None 
     ``ConfigError`` naming the key and the file or variable; the file is never rewritten here."""
     h = home_dir(home)
     env = dict(os.environ) if env is None else env
-    return Config(h, file_values=read_file(h / "config.yaml"), env=env)
+    return Config._from_mirror(h, env) or Config(h, file_values=read_file(h / "config.yaml"), env=env)
 
 
 def ensure_token(path: Path) -> str:

@@ -13,3 +13,7 @@ class RememError(Exception):
 
 class ConfigError(RememError, ValueError):
     """A setting that cannot be read, parsed or written (``remem.config`` re-exports it)."""
+
+
+class UndeclaredSetting(KeyError):
+    """Code read a settings key that ``settings.py`` does not declare: a bug, never the user's mistake."""

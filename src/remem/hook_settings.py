@@ -1,40 +1,42 @@
-"""The few settings a hook reads, mirrored as JSON so the hook imports neither pydantic nor PyYAML.
+"""The settings as validated JSON, so that a hook (and any short command) reads them with ``json``
+alone — no pydantic, no PyYAML.
 
 ``config.save_file`` (every ``remem config set``, the API's PATCH) and ``Remem.init`` write
-``REMEM_HOME/hook-settings.json`` (mode 0600; owners, the port and limits: no secrets) with the
-defaults and config.yaml's values — not the environment, which differs per process: the hook applies
-the declared ``REMEM_*`` variables itself. The mirror records config.yaml's size and mtime; when the
-file changed behind it (edited by hand), :func:`load` reads the full settings once and rewrites it.
-Standard library only: the tool-event path of the hook touches nothing heavier.
+``REMEM_HOME/hook-settings.json`` (mode 0600): the defaults and config.yaml's values after the model
+in ``settings.py`` checked them, and per key its type, range and environment variable. It never holds
+a secret: a ``database.url`` with a password is not mirrored at all. The environment differs per
+process, so it is not in the file: :func:`apply_env` applies the declared ``REMEM_*`` variables. The
+mirror records the size and mtime of config.yaml and of ``settings.py``; when either changed behind
+it (a hand edit, an upgrade), it is stale and the full settings are read (and the mirror rewritten).
+Standard library only. Do not edit the file: edit config.yaml or use ``remem config set``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 NAME = "hook-settings.json"
-VERSION = 1
-#: what the hook and its backend read (settings.py declares them)
-KEYS = ("owner", "server.host", "server.port", "hooks.timeout", "hooks.session_digest",
-        "ingest.max_turn_bytes", "agents")
+VERSION = 2
+_SCHEMA = Path(__file__).with_name("settings.py")
 
 
-def _stamp(home: Path) -> list[int] | None:
+def _stamp(path: Path) -> list[int] | None:
     try:
-        st = (home / "config.yaml").stat()
+        st = path.stat()
     except OSError:
         return None
     return [st.st_mtime_ns, st.st_size]
 
 
-def write(home: Path, values: Mapping[str, Any], env_names: Mapping[str, str]) -> None:
-    """Atomically replace the mirror (0600)."""
-    body = json.dumps({"version": VERSION, "config": _stamp(home), "values": dict(values),
-                       "env": dict(env_names)}, sort_keys=True)
+def write(home: Path, values: Mapping[str, Any], specs: Mapping[str, Mapping[str, Any]]) -> None:
+    """Atomically replace the mirror (0600). ``values``: the checked settings as plain data."""
+    body = json.dumps({"version": VERSION, "config": _stamp(home / "config.yaml"), "schema": _stamp(_SCHEMA),
+                       "values": dict(values), "specs": dict(specs)}, sort_keys=True, ensure_ascii=False)
     tmp = home / f".{NAME}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -50,13 +52,14 @@ def remove(home: Path) -> None:
 
 
 def read(home: Path) -> dict[str, Any] | None:
-    """The mirror, or None when missing, unreadable or older than config.yaml."""
+    """The mirror, or None when missing, unreadable, or older than config.yaml or the model."""
     try:
         data = json.loads((home / NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or data.get("version") != VERSION or data.get("config") != _stamp(home) \
-            or not isinstance(data.get("values"), dict) or not all(k in data["values"] for k in KEYS):
+    if not isinstance(data, dict) or data.get("version") != VERSION \
+            or data.get("config") != _stamp(home / "config.yaml") or data.get("schema") != _stamp(_SCHEMA) \
+            or not isinstance(data.get("values"), dict) or not isinstance(data.get("specs"), dict):
         return None
     return data
 
@@ -65,37 +68,88 @@ def fresh(home: Path) -> bool:
     return read(home) is not None
 
 
-def _coerce(raw: str, like: Any) -> Any:
-    if isinstance(like, bool):
+def _parse(raw: str, spec: Mapping[str, Any], strict: bool) -> Any:
+    """One variable's value by the setting's type (and, ``strict``, its range); ValueError when it is
+    not one. Not strict, a number out of range passes: the hook clamps its timeout itself."""
+    kind = spec.get("type")
+    if kind == "bool":
         low = raw.strip().lower()
-        if low in ("1", "true", "yes", "on"):
+        if low in ("1", "true", "yes", "on", "t", "y"):
             return True
-        if low in ("0", "false", "no", "off"):
+        if low in ("0", "false", "no", "off", "f", "n"):
             return False
         raise ValueError(raw)
-    if isinstance(like, int):
-        return int(raw)
-    if isinstance(like, float):
-        return float(raw)
-    return raw
+    if kind in ("int", "float"):
+        value: float = int(raw.strip()) if kind == "int" else float(raw)
+        if math.isnan(value) or strict and (spec.get("ge") is not None and value < spec["ge"]
+                                            or spec.get("le") is not None and value > spec["le"]):
+            raise ValueError(raw)
+        return value
+    if kind == "text" and not spec.get("url") and (raw.strip() or not spec.get("nonempty")):
+        return raw
+    raise ValueError(raw)   # URLs and other shapes are checked by the model
+
+
+def apply_env(data: Mapping[str, Any], env: Mapping[str, str], *, strict: bool = True
+              ) -> tuple[dict[str, Any], dict[str, str]] | None:
+    """The mirrored values with the declared variables applied, and which variable set each key.
+    A variable that does not parse: ``strict`` → None (the caller reads the full settings, whose
+    check reports it); else it is ignored (a hook fails open)."""
+    values = json.loads(json.dumps(data["values"]))
+    used: dict[str, str] = {}
+    for key, spec in data["specs"].items():
+        var = spec.get("env")
+        raw = env.get(var) if var else None
+        if not raw:
+            continue
+        try:
+            value = _parse(raw, spec, strict)
+        except ValueError:
+            if strict:
+                return None
+            continue
+        node = values
+        *head, last = key.split(".")
+        for part in head:
+            node = node.setdefault(part, {})
+        node[last] = value
+        used[key] = var
+    return values, used
+
+
+def lookup(values: Mapping[str, Any], specs: Mapping[str, Any], key: str) -> Any:
+    """A declared dotted key's value in the plain settings (an agent not configured: the defaults);
+    ``UndeclaredSetting`` for a key the model does not declare."""
+    from .errors import UndeclaredSetting
+
+    parts = key.split(".")
+    if parts[0] == "agents" and len(parts) in (2, 3):
+        agent = {k.rsplit(".", 1)[1]: s.get("default") for k, s in specs.items() if k.startswith("agents.<id>.")}
+        agent.update((values.get("agents") or {}).get(parts[1]) or {})
+        if len(parts) == 2:
+            return agent
+        if f"agents.<id>.{parts[2]}" in specs:
+            return agent[parts[2]]
+        raise UndeclaredSetting(key)
+    if key not in specs and not (len(parts) == 1 and any(k.startswith(key + ".") for k in specs)):
+        raise UndeclaredSetting(key)
+    node: Any = values
+    for part in parts:
+        node = node[part]
+    return node
 
 
 class HookSettings:
-    """The mirrored values with the environment applied; a variable that does not parse is ignored
-    (a hook fails open; ``remem config`` reports it)."""
+    """What a hook reads: the mirror with this process's variables applied (leniently)."""
 
-    def __init__(self, values: Mapping[str, Any], env_names: Mapping[str, str], env: Mapping[str, str]) -> None:
-        self.values = dict(values)
-        for key, var in env_names.items():
-            raw = env.get(var)
-            if raw and key in self.values:
-                try:
-                    self.values[key] = _coerce(raw, self.values[key])
-                except ValueError:
-                    pass
+    def __init__(self, data: Mapping[str, Any], env: Mapping[str, str]) -> None:
+        got = apply_env(data, env, strict=False)
+        assert got is not None
+        self.values, self.env_used = got
+        self.specs = data["specs"]
 
     def get(self, key: str) -> Any:
-        return self.values[key]
+        return lookup(self.values, self.specs, key)
 
     def agent(self, agent: str) -> dict[str, Any]:
         got = (self.values.get("agents") or {}).get(agent)
@@ -109,17 +163,10 @@ def load(home: Path, env: Mapping[str, str]) -> HookSettings:
         from . import config
 
         cfg = config.load(home, env={})
+        data = cfg.mirror()
         if home.is_dir():
             try:
                 cfg.write_hook_settings()
             except OSError:
                 pass
-        data = read(home) or {"values": {k: cfg.get(k) for k in KEYS},
-                              "env": {k: s.env for k in KEYS if (s := _spec(k)) and s.env}}
-    return HookSettings(data["values"], data.get("env") or {}, env)
-
-
-def _spec(key: str) -> Any:
-    from .settings import SPECS
-
-    return SPECS.get(key)
+    return HookSettings(data, env)

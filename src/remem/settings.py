@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import ConfigError
+from .errors import ConfigError, UndeclaredSetting
 
 
 def setting(default: Any, reason: str, *, env: str | None = None, allowed: str | None = None,
@@ -181,10 +181,6 @@ def legacy_database_url(name: str) -> str:
     return name if "://" in name else f"sqlite:///{name}"
 
 
-class UndeclaredSetting(KeyError):
-    """Code read a key no model declares: a bug, never the user's mistake."""
-
-
 @dataclass(frozen=True)
 class Spec:
     """One declared setting, as ``remem config list`` and docs/configuration.md show it."""
@@ -195,6 +191,13 @@ class Spec:
     reason: str
     env: str | None
     allowed: str
+    ge: float | None = None
+    le: float | None = None
+
+    def plain(self) -> dict[str, Any]:
+        """What hook-settings.json records of it (hook_settings.apply_env checks variables by it)."""
+        return {"type": self.type, "env": self.env, "ge": self.ge, "le": self.le, "default": self.default,
+                "nonempty": self.key == "owner", "url": self.key == "database.url"}
 
 
 def _type_name(ann: Any) -> str:
@@ -237,7 +240,9 @@ def _walk(model: type[BaseModel], prefix: str = "") -> Iterator[Spec]:
         value = getattr(defaults, name)
         yield Spec(f"{prefix}{name}", _type_name(ann), value.copy() if isinstance(value, (dict, list)) else value,
                    str(extra.get("reason", f.description or "")), extra.get("env"),  # type: ignore[arg-type]
-                   _allowed(ann, extra, f.metadata))
+                   _allowed(ann, extra, f.metadata),
+                   next((m.ge for m in f.metadata if getattr(m, "ge", None) is not None), None),
+                   next((m.le for m in f.metadata if getattr(m, "le", None) is not None), None))
 
 
 #: every declared setting by dotted key, in declaration order

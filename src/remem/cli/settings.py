@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .. import config as configmod
-from .. import settings as model
 from ..config import ConfigError
+from ..errors import UndeclaredSetting
+
+if TYPE_CHECKING:
+    from .. import settings as model
 from . import emit, handle_errors
 
 
@@ -34,6 +37,8 @@ def _source(cfg: configmod.Config, key: str) -> str:
 
 
 def _rows(cfg: configmod.Config, prefix: str) -> list[dict[str, Any]]:
+    from .. import settings as model
+
     out = []
     for s in model.SPECS.values():
         if s.key.startswith("agents.<id>.") or not (s.key == prefix or s.key.startswith(prefix)):
@@ -101,17 +106,17 @@ def config_list(ctx: click.Context, prefix: str, as_json: bool) -> None:
 @handle_errors
 def config_get(ctx: click.Context, key: str, as_json: bool) -> None:
     """Print one setting (dotted key, e.g. recall.token_budget)."""
-    try:
-        s = model.spec(key)
-    except model.UndeclaredSetting:
-        raise ConfigError(f"unknown setting: {key} (`remem config list` shows them all)") from None
     cfg = _load(ctx)
+    try:
+        value = cfg.get(key)
+    except UndeclaredSetting:
+        raise ConfigError(f"unknown setting: {key} (`remem config list` shows them all)") from None
     if as_json:
-        emit(_row(cfg, key, s), True)
+        from .. import settings as model
+
+        emit(_row(cfg, key, model.spec(key)), True)
         return
-    value = cfg.get(key)
-    click.echo(_shown(value) if not isinstance(value, dict) else
-               json.dumps(value, ensure_ascii=False))
+    click.echo(_shown(value) if not isinstance(value, dict) else json.dumps(value, ensure_ascii=False))
 
 
 @config_group.command("set")

@@ -83,6 +83,7 @@ class Backend:
             # lexical only in the hook process: never load the embedding model here
             env = dict(self.env)
             env["REMEM_EMBEDDING_ENABLED"] = "false"
+            env.pop("REMEM_HOOK_TIMEOUT", None)   # the hook clamps its own; the library does not need it
             self._mem = Remem(self.home, env=env)
         return self._mem
 
