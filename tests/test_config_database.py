@@ -108,3 +108,20 @@ def test_config_list_and_get_show_type_default_source_variable_and_reason(cli, r
     assert r.returncode == 1 and "unknown setting: recall.top_k" in r.stderr.decode()
     r = cli("config", "set", "recall.token_budget", "1600", env={"REMEM_TOKEN_BUDGET": "1000"})
     assert r.returncode == 0 and "REMEM_TOKEN_BUDGET is set in this environment and wins" in r.stderr.decode()
+
+
+def test_the_owners_route_reads_the_typed_agent_settings(cli, remem_home):
+    import httpx
+
+    from remem.server.testing import Daemon
+
+    for key, value in [("owner", "alice"), ("agents.reviewer.isolated", "true"), ("agents.codex.owner", "team"),
+                       ("agents.gemini.read_owners", "[team]")]:
+        assert cli("config", "set", key, value).returncode == 0
+    d = Daemon(remem_home).start()
+    try:
+        r = httpx.get(d.url + "/api/v1/owners", headers={"authorization": f"Bearer {d.token}"}, timeout=10)
+        assert r.status_code == 200, r.text
+        assert r.json() == {"default": "alice", "owners": ["alice", "team", "agent:reviewer"]}
+    finally:
+        d.stop()
