@@ -178,3 +178,35 @@ def test_bad_values_are_refused_with_a_message(cli, remem_home, key, value, mess
     assert r.returncode != 0
     assert message in r.stderr.decode(), r.stderr.decode()
     assert json.loads(cli("config", "show", "--json").stdout) == before     # nothing was stored
+
+
+def test_reading_an_undeclared_key_is_a_bug_in_both_ways_of_loading(remem_home):
+    from remem import hook_settings
+    from remem.core import Remem
+    from remem.errors import RememError, UndeclaredSetting
+
+    Remem(remem_home).close()
+    light = configmod.load(remem_home, env={"REMEM_TOKEN_BUDGET": "1200"})      # from hook-settings.json
+    full = configmod.load(remem_home, env={"REMEM_DATABASE_URL": "sqlite:///remem.db"})   # URLs: the model
+    assert light._settings is None and full._settings is not None
+    for cfg in (light, full):
+        assert cfg.get("hooks.timeout") == 8.0 and isinstance(cfg.get("server.port"), int)
+        assert cfg.get("agents.codex") == {"isolated": False, "owner": "", "read_owners": []}
+        for key in ("recall.top_k", "hooks.timeout.x", "agents.codex.colour", "nothing"):
+            with pytest.raises(UndeclaredSetting):
+                cfg.get(key)
+    assert light.get("recall.token_budget") == 1200 == light.settings.recall.token_budget
+    assert not issubclass(UndeclaredSetting, (RememError, LookupError))
+    assert hook_settings.fresh(remem_home)
+
+
+def test_a_database_url_with_a_password_is_never_mirrored(remem_home):
+    from remem import hook_settings
+
+    remem_home.mkdir(parents=True)
+    cfg = configmod.load(remem_home, env={})
+    cfg.set("recall.token_budget", "1500")
+    assert hook_settings.fresh(remem_home)
+    cfg.set("database.url", "postgresql://remem:s3cret@db.internal:5432/memories")
+    assert not (remem_home / hook_settings.NAME).exists()
+    assert configmod.load(remem_home, env={}).database_url.endswith("/memories")      # the full path still works
