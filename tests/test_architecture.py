@@ -127,3 +127,62 @@ def test_the_hook_path_never_loads_the_plugin_manager():
             "remem.plugins; assert 'pluggy' not in sys.modules, 'pluggy imported'")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+# -- the hook stays light ------------------------------------------------------------------------
+class _FakeDaemon:
+    """Answers the hook's two daemon calls (recall, capture) as the real daemon would."""
+
+    def __init__(self) -> None:
+        import http.server
+        import json
+        import threading
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                body = {"text": "", "items": []} if "recall" in self.path else {"results": []}
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a: object) -> None:
+                pass
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.port = self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+
+def test_the_hook_path_imports_neither_pydantic_nor_yaml(mem, remem_home):
+    """The real hook entry (``python …/remem/hook.py``), for a tool event and for a turn start
+    answered by the daemon: its settings come from hook-settings.json, so the process never loads
+    pydantic or PyYAML (``python -X importtime`` lists every module it imported)."""
+    import json
+    import os
+
+    mem.config.set("hooks.timeout", "4")            # a setting the hook must see, through the mirror
+    daemon = _FakeDaemon()
+    (remem_home / "token").write_text("t0ken\n")
+    env = {**os.environ, "REMEM_PORT": str(daemon.port), "PYTHONPATH": str(SRC.parent)}
+    calls = [("PostToolUse", {"session_id": "s1", "cwd": "/home/alice/shop", "tool_name": "Bash",
+                              "tool_input": {"command": "pytest -x"}, "tool_response": {"stdout": "1 failed"}}),
+             ("UserPromptSubmit", {"session_id": "s1", "cwd": "/home/alice/shop",
+                                   "prompt": "Why does test_retry_backoff time out on CI?"})]
+    try:
+        for event, payload in calls:
+            r = subprocess.run([sys.executable, "-X", "importtime", str(SRC / "hook.py"), "claude-code", event],
+                               input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=60)
+            assert r.returncode == 0, r.stderr[-2000:]
+            loaded = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if "|" in line}
+            assert "remem.integrations.runtime" in loaded, event        # the scan sees the hook's modules
+            heavy = sorted(m for m in loaded if m.split(".")[0] in ("pydantic", "pydantic_core", "yaml",
+                                                                    "pydantic_settings"))
+            assert not heavy, f"{event}: the hook imported {heavy[:5]}"
+        log = (remem_home / "logs" / "hooks.log").read_text()
+        assert "UserPromptSubmit kind=turn_start via=daemon" in log and "budget=18s" in log, log
+    finally:
+        daemon.srv.shutdown()

@@ -155,7 +155,8 @@ def test_corrupt_database_fails_open_and_logs(remem_home):
 
 
 def test_hook_process_stays_light(tmp_path, seeded):
-    """The hook never imports numpy, jieba, fastapi, click or the model, on any path it takes."""
+    """The hook never imports numpy, jieba, fastapi, click, pydantic, PyYAML or the model, on any path it
+    takes (its settings come from hook-settings.json, also on the SQLite fallback)."""
     payload = tmp_path / "p.json"
     payload.write_text(json.dumps({"session_id": "s", "cwd": "/home/alice/proj/remem-demo",
                                    "prompt": "why are the retry tests flaky?"}))
@@ -165,7 +166,7 @@ def test_hook_process_stays_light(tmp_path, seeded):
         "sys.argv = ['remem.hook', 'claude-code', 'UserPromptSubmit']\n"
         "from remem.hook import main\n"
         "main()\n"
-        "bad = sorted({'jieba', 'fastapi', 'uvicorn', 'click', 'starlette', 'pydantic', 'pluggy'} & set(sys.modules))\n"
+        "bad = sorted({'jieba', 'fastapi', 'uvicorn', 'click', 'starlette', 'pydantic', 'pluggy', 'yaml'} & set(sys.modules))\n"
         "assert not bad, bad\n"
         "assert not any(m.startswith('remem.index.embed') or m.startswith('remem.server') for m in sys.modules)\n"
         "print('NUMPY_VIA_VECTORS' if 'remem.index.vectors' in sys.modules else '', 'numpy' in sys.modules)\n"

@@ -112,21 +112,43 @@ def test_hooks_timeout_also_shortens_the_wait_for_a_payload_that_never_comes(cli
     assert took < 3.5, took                  # the default waits 5 s
 
 
+def test_remem_config_set_reaches_the_hook_through_its_json_mirror(cli, mem, remem_home):
+    """`remem config set` writes hook-settings.json (0600, no secrets) beside config.yaml; the hook
+    reads it with json alone."""
+    assert cli("config", "set", "hooks.timeout", "3.5").returncode == 0
+    mirror = remem_home / "hook-settings.json"
+    assert mirror.stat().st_mode & 0o777 == 0o600
+    data = json.loads(mirror.read_text())
+    assert data["values"]["hooks"]["timeout"] == 3.5 and data["specs"]["hooks.timeout"]["env"] == "REMEM_HOOK_TIMEOUT"
+    assert (remem_home / "token").read_text().strip() not in mirror.read_text()
+    code = ("import sys, json; from pathlib import Path; from remem.integrations.runtime import request_timeout, "
+            "budget_seconds; h = Path(sys.argv[1]); print(json.dumps([request_timeout(h, {}), budget_seconds({}, h), "
+            "'pydantic' in sys.modules, 'yaml' in sys.modules]))")
+    r = subprocess.run([sys.executable, "-c", code, str(remem_home)], capture_output=True, text=True, timeout=60)
+    assert json.loads(r.stdout) == [3.5, 17.0, False, False], r.stderr
+
+
 @pytest.mark.parametrize("text,expected", [
-    ("hooks:\n  session_digest: true\n  timeout: 5.0\nowner: default\n", "5.0"),
-    ("owner: me   # mine\nhooks:\n  timeout: 2   # seconds\n", "2"),
-    ("hooks: {session_digest: false, timeout: 3}\n", "3"),
-    ("hooks:\n  nested:\n    timeout: 9\n  session_digest: true\n", None),   # not hooks.timeout
-    ("agents:\n  codex:\n    timeout: 9\nhooks:\n    timeout: '4'\n", "4"),
-    ("server:\n  timeout: 9\n", None),
-    ("", None),
+    ("hooks:\n  session_digest: true\n  timeout: 5.0\nowner: default\n", 5.0),
+    ("owner: me   # mine\nhooks:\n  timeout: 2   # seconds\n", 2.0),
+    ("hooks: {session_digest: false, timeout: 3}\n", 3.0),
+    ("hooks:\n  nested:\n    timeout: 9\n  session_digest: true\n", 8.0),   # not hooks.timeout
+    ("agents:\n  codex:\n    isolated: true\nhooks:\n    timeout: '4'\n", 4.0),
+    ("server:\n  port: 7078\n", 8.0),
+    ("", 8.0),
 ])
-def test_file_setting_reads_what_yaml_reads(tmp_path, text, expected):
-    import yaml
+def test_a_config_yaml_edited_by_hand_reaches_the_hook(mem, remem_home, text, expected):
+    """The mirror records config.yaml's size and mtime: a file changed behind it is read in full once
+    and the mirror rewritten, so the hook never acts on a stale value."""
+    from remem import hook_settings
+    from remem.integrations.runtime import request_timeout
 
-    from remem.integrations.runtime import file_setting
-
-    (tmp_path / "config.yaml").write_text(text)
-    assert file_setting(tmp_path, "hooks", "timeout") == expected
-    want = ((yaml.safe_load(text) or {}).get("hooks") or {}).get("timeout")
-    assert (None if want is None else float(want)) == (None if expected is None else float(expected))
+    assert hook_settings.fresh(remem_home)              # Remem.init wrote it
+    path = remem_home / "config.yaml"
+    path.write_text(text)
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 5_000_000))
+    assert not hook_settings.fresh(remem_home)
+    assert request_timeout(remem_home, {}) == expected
+    assert hook_settings.fresh(remem_home)              # … and rewrote it
+    assert request_timeout(remem_home, {"REMEM_HOOK_TIMEOUT": "100"}) == 45.0
+    assert request_timeout(remem_home, {"REMEM_HOOK_TIMEOUT": "soon"}) == expected   # fail open: the file's

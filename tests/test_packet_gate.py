@@ -49,7 +49,7 @@ RELATED = [("customers got charged two times from duplicate payment events", 2),
 def coding(tmp_path_factory):
     mem = Remem(tmp_path_factory.mktemp("gate") / "home",
                 env={"REMEM_EMBEDDING_MODEL": "e5-small"})
-    mem.config.values["embedding"]["onnx"] = False  # the engine: no encoder build in this test
+    mem.config.override("embedding.onnx", False)  # the engine: no encoder build in this test
     ids = [r.id for r in mem.add_turns([TurnIn(request=q, reply=a, owner="dev", agent="codex", project="shop",
                                                session_id=f"s{i}", started_at=1.7e9 + i * 3600)
                                         for i, (q, a) in enumerate(TURNS)]).results]
@@ -150,7 +150,7 @@ def test_packets_drop_turns_found_by_one_common_word(mem):
                        ("Set up pre-commit with ruff and mypy", "Added .pre-commit-config.yaml with ruff and mypy."),
                        ("Set up Sentry error reporting", "Installed sentry-sdk with the Django integration."),
                        ("Redis memory keeps growing", "Session keys had no TTL; set a 7-day expiry.")])])
-    mem.config.values["embedding"]["enabled"] = False  # words alone: the vector gate has its own tests
+    mem.config.override("embedding.enabled", False)  # words alone: the vector gate has its own tests
     scope = mem.scope()
     prompt = "set up a Kubernetes horizontal pod autoscaler"
     before = turn_start(mem, prompt, scope, config=PACKET.with_(min_coverage=0.0))
@@ -167,7 +167,7 @@ def test_the_same_text_from_several_agents_is_shown_once(mem):
                    for a in ("cursor", "gemini", "hermes")]
                   + [TurnIn(request=same[0], reply="Added --since to sync (src/cli.py).", owner="default",
                             agent="codex", project="app", session_id="c")])
-    mem.config.values["embedding"]["enabled"] = False
+    mem.config.override("embedding.enabled", False)
     got = turn_start(mem, "add a since flag to sync", mem.scope())
     texts = [(i["request"], i["reply"]) for i in got["items"]]
     assert len(texts) == len(set(texts)) == 2  # the codex turn says more: it stays

@@ -57,7 +57,7 @@ def test_a_topical_store_gets_its_memories(mem, n):
     """The store-only IDF weighed the words a topic's memories share at ~0: from 4 memories on,
     the unseen 'kept' outweighed 'staging kubeconfig' and the packet came out empty."""
     mem.add_turns(topical(n))
-    mem.config.values["embedding"]["enabled"] = False  # words alone: what a fresh `remem add` has
+    mem.config.override("embedding.enabled", False)  # words alone: what a fresh `remem add` has
     scope = mem.scope()
     got = turn_start(mem, PROMPT, scope)
     assert got["items"], f"{n} memories about the staging kubeconfig, none recalled"
@@ -167,7 +167,7 @@ def test_search_has_a_floor(tmp_path, cli):
 
     env = {"REMEM_EMBEDDING_MODEL": "e5-small", "REMEM_EMBEDDING_ONNX": "false", "REMEM_HOME": str(tmp_path / "h")}
     mem = Remem(tmp_path / "h", env=env)
-    mem.config.values["embedding"]["onnx"] = False
+    mem.config.override("embedding.onnx", False)
     try:
         blog(mem)
         r = cli("search", "how do we deploy", "--json", env=env)
@@ -275,7 +275,7 @@ def test_resume_offers_only_related_episodes(tmp_path, cli):
 
     env = {"REMEM_EMBEDDING_MODEL": "e5-small", "REMEM_EMBEDDING_ONNX": "false", "REMEM_HOME": str(tmp_path / "h")}
     mem = Remem(tmp_path / "h", env=env)
-    mem.config.values["embedding"]["onnx"] = False
+    mem.config.override("embedding.onnx", False)
     try:
         blog(mem)
         deploy_sessions(mem, 2)

@@ -138,6 +138,7 @@ def test_import_lines_of_the_wrong_shape_are_400(daemon):
 
 @pytest.mark.parametrize("body,status,says", [
     ({"database": "/etc/passwd"}, 403, "remem config set database"),
+    ({"database.url": "sqlite:////etc/passwd"}, 403, "decides where your memories are stored"),
     ({"server.host": "0.0.0.0"}, 403, "remem config set server.host"),
     ({"server": {"host": "0.0.0.0", "port": 7077}}, 403, "server.host"),
     ({"embedding.openai_base_url": "https://collector.example/v1"}, 403, "remem config set embedding.openai_base_url"),

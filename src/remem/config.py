@@ -1,7 +1,13 @@
 """Settings: defaults → ``REMEM_HOME/config.yaml`` → ``REMEM_*`` environment variables.
 
-Dotted keys (``recall.token_budget``) address nested values. Every default carries a short
-comment saying why it is what it is.
+The keys, their types, defaults, reasons, variables and checks are declared once, in
+``settings.py``; this module reads and writes the file around that model. ``Config.settings`` is the
+typed object (``cfg.settings.recall.token_budget``); ``Config.get("recall.token_budget")`` is the
+same value by dotted key, for declared keys only.
+
+Every save also writes ``hook-settings.json``, the checked settings as JSON (``hook_settings.py``).
+``load`` reads that mirror when it is fresh and the environment's values parse, so a hook or a short
+command needs neither pydantic nor PyYAML; ``Config.settings`` builds the typed model on first use.
 """
 
 from __future__ import annotations
@@ -9,76 +15,28 @@ from __future__ import annotations
 import copy
 import os
 import secrets
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-DEFAULTS: dict[str, Any] = {
-    "owner": "default",            # the profile every agent writes to unless configured otherwise
-    "database": "remem.db",        # relative to REMEM_HOME; one SQLite file is easy to back up
-    "server": {
-        "host": "127.0.0.1",       # loopback only: memories are private
-        "port": 7077,              # fixed so hooks find the daemon without discovery
-    },
-    "embedding": {
-        "model": "default",        # "default" = the measured local default (see bench/RESULTS.md)
-        "enabled": True,           # embeddings run in the background; lexical recall works without
-        "batch_size": 32,          # small batches keep the job queue responsive on 2 cores
-        "onnx": True,              # e5-small on onnxruntime in the daemon: same weights, ~3x faster
-        "openai_base_url": "",     # set to use an OpenAI-compatible server (Ollama, vLLM, …)
-        "openai_model": "",
-        "related_margin": "auto",  # packets keep a vector hit this much closer than the owner's typical
-                                   # memory; "auto" = the model's calibrated value (docs/recall.md)
-    },
-    "recall": {
-        "token_budget": 2000,      # enough for 5–8 memories without crowding the agent's context
-    },
-    "ingest": {
-        "max_turn_bytes": 2 * 1024 * 1024,  # larger turns are skipped whole, never truncated
-        "max_tool_output": 2000,   # per tool call; keeps the trajectory readable
-    },
-    "sync": {
-        "auto": True,              # "auto-sync sessions": import new history in the background
-        "interval_seconds": 300,   # five minutes: fresh enough, cheap on battery
-    },
-    "integrations": {
-        "auto_install": False,     # never touch an agent's config without being asked
-    },
-    "hooks": {
-        "timeout": 8.0,            # seconds per daemon request from a hook; far inside every agent's
-                                   # 60 s hook limit (REMEM_HOOK_TIMEOUT wins; at most 45)
-        "session_digest": True,    # SessionStart tells the agent what was done lately in this project
-    },
-    "agents": {},                  # per-agent: {isolated: bool, owner: str, read_owners: [..]}
-}
+from . import hook_settings
+from .errors import ConfigError, UndeclaredSetting
+
+if TYPE_CHECKING:
+    from . import settings as model_t
+
+__all__ = ["ConfigError", "Config", "UndeclaredSetting", "home_dir", "load", "save_file", "ensure_token"]
 
 ENV_PREFIX = "REMEM_"
-# Environment variables that map to settings (others like REMEM_HOME are paths, not settings).
-ENV_KEYS = {
-    "REMEM_OWNER": "owner",
-    "REMEM_PORT": "server.port",
-    "REMEM_HOST": "server.host",
-    "REMEM_EMBEDDING_MODEL": "embedding.model",
-    "REMEM_EMBEDDING_ENABLED": "embedding.enabled",
-    "REMEM_TOKEN_BUDGET": "recall.token_budget",
-    "REMEM_AUTO_SYNC": "sync.auto",
-}
 
 
-class ConfigError(ValueError):
-    """A setting that cannot be read, parsed or written."""
+def __getattr__(name: str) -> Any:
+    """``ENV_KEYS`` (variable → dotted key) and ``DEFAULTS`` (the defaults as plain data), from the
+    model, computed when first asked for (importing the model loads pydantic)."""
+    if name not in ("ENV_KEYS", "DEFAULTS"):    # also what the import system probes (__path__, …)
+        raise AttributeError(name)
+    from . import settings as model
 
-
-#: numeric settings and the range ``set`` accepts (inclusive); the rest are checked by type
-RANGES: dict[str, tuple[float, float]] = {
-    "server.port": (1, 65535),
-    "embedding.batch_size": (1, 4096),
-    "recall.token_budget": (800, 4000),
-    "ingest.max_turn_bytes": (1024, 1 << 30),
-    "ingest.max_tool_output": (0, 1 << 24),
-    "sync.interval_seconds": (30, 7 * 86400),
-    "hooks.timeout": (0.05, 45.0),
-}
+    return model.ENV_KEYS if name == "ENV_KEYS" else model.Settings().model_dump(mode="json")
 
 
 def home_dir(home: str | os.PathLike[str] | None = None) -> Path:
@@ -89,37 +47,6 @@ def home_dir(home: str | os.PathLike[str] | None = None) -> Path:
     if env:
         return Path(env).expanduser()
     return Path.home() / ".remem"
-
-
-def _coerce(value: str, like: Any) -> Any:
-    if isinstance(like, bool):
-        low = value.strip().lower()
-        if low in ("1", "true", "yes", "on"):
-            return True
-        if low in ("0", "false", "no", "off"):
-            return False
-        raise ConfigError(f"expected true/false, got {value!r}")
-    if isinstance(like, int):
-        try:
-            return int(value)
-        except ValueError:
-            raise ConfigError(f"expected an integer, got {value!r}") from None
-    if isinstance(like, float):
-        try:
-            return float(value)
-        except ValueError:
-            raise ConfigError(f"expected a number, got {value!r}") from None
-    if isinstance(like, (dict, list)):
-        import yaml
-
-        try:
-            parsed = yaml.safe_load(value)
-        except yaml.YAMLError as e:
-            raise ConfigError(f"invalid YAML value: {e}") from None
-        if not isinstance(parsed, type(like)):
-            raise ConfigError(f"expected a {type(like).__name__}")
-        return parsed
-    return value
 
 
 def _get(tree: dict[str, Any], key: str) -> Any:
@@ -151,22 +78,126 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@dataclass
-class Config:
-    """Resolved settings for one home. ``file_values`` is what config.yaml holds."""
+def _parse_value(key: str, raw: str) -> Any:
+    """A value typed on the command line: YAML for lists and mappings, else the text (the model
+    reads "true", "5", "0.5" as the setting's type)."""
+    from . import settings as model
 
-    home: Path
-    values: dict[str, Any]
-    file_values: dict[str, Any]
+    s = model.spec(key)
+    if s is not None and s.type not in ("mapping", "list of text"):
+        return raw
+    import yaml
+
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{key}: invalid YAML value ({e.__class__.__name__})") from None
+
+
+class _ReadOnly(dict):  # type: ignore[type-arg]
+    """``Config.values``: a copy of the settings as plain data. Writing into it would change nothing,
+    so it refuses: ``Config.override`` (this process) or ``Config.set`` (the file) change settings."""
+
+    def _refuse(self, *_a: Any, **_k: Any) -> None:
+        raise TypeError("Config.values is a read-only copy; use config.override(key, value) or config.set(key, value)")
+
+    __setitem__ = __delitem__ = update = setdefault = pop = popitem = clear = _refuse  # type: ignore[assignment]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return _plain(self)
+
+    __copy__ = __deepcopy__  # type: ignore[assignment]
+
+
+def _plain(d: Any) -> Any:
+    return {k: _plain(v) for k, v in d.items()} if isinstance(d, dict) else [_plain(v) for v in d] \
+        if isinstance(d, list) else d
+
+
+def _frozen(d: Any) -> Any:
+    return _ReadOnly({k: _frozen(v) for k, v in d.items()}) if isinstance(d, dict) else d
+
+
+class Config:
+    """Resolved settings for one home. ``file_values`` is what config.yaml holds (keys this version
+    does not declare stay there untouched); ``values`` the effective settings as plain data."""
+
+    def __init__(self, home: Path, values: dict[str, Any] | None = None, file_values: dict[str, Any] | None = None,
+                 *, env: dict[str, str] | None = None, settings: model_t.Settings | None = None) -> None:
+        from . import settings as model
+
+        self.home = home
+        self._file: dict[str, Any] | None = file_values if file_values is not None else {}
+        self._env = dict(env or {})
+        tree, self.env_used = model.env_tree(self._env)
+        self._settings: model_t.Settings | None = settings if settings is not None else model.resolve(
+            _merge(values if values is not None else self._file, tree), where=str(self.path), env_used=self.env_used)
+        self._plain: dict[str, Any] | None = None
+        self._specs: dict[str, Any] | None = None
+
+    @classmethod
+    def _from_mirror(cls, home: Path, env: dict[str, str]) -> Config | None:
+        """From hook-settings.json without pydantic, when it is fresh and every variable parses."""
+        data = hook_settings.read(home)
+        got = hook_settings.apply_env(data, env, strict=True) if data is not None else None
+        if data is None or got is None:
+            return None
+        self = cls.__new__(cls)
+        self.home, self._file, self._env, self._settings = home, None, dict(env), None
+        self._plain, self.env_used = got
+        self._specs = data["specs"]
+        return self
+
+    @classmethod
+    def unchecked(cls, home: Path, env: dict[str, str] | None = None) -> Config:
+        """The file as it is, even holding a bad value, so that ``set`` can fix it (``set`` checks
+        the whole file it would write); the settings are the defaults meanwhile."""
+        from . import settings as model
+
+        return cls(home, file_values=read_file(home / "config.yaml"), env=env, settings=model.Settings())
+
+    @property
+    def settings(self) -> model_t.Settings:
+        """The typed settings (built from the checked mirror on first use)."""
+        if self._settings is None:
+            from . import settings as model
+
+            assert self._plain is not None
+            self._settings = model.resolve(self._plain, where=str(self.home / hook_settings.NAME))
+        return self._settings
+
+    @settings.setter
+    def settings(self, value: model_t.Settings) -> None:
+        self._settings, self._plain = value, None
+
+    @property
+    def file_values(self) -> dict[str, Any]:
+        if self._file is None:
+            self._file = read_file(self.path)
+        return self._file
+
+    @property
+    def values(self) -> dict[str, Any]:
+        plain = self._plain if self._settings is None else self._settings.model_dump(mode="json")
+        return _frozen(plain)  # type: ignore[no-any-return]
 
     @property
     def path(self) -> Path:
         return self.home / "config.yaml"
 
     @property
+    def database_url(self) -> str:
+        return str(self.get("database.url"))
+
+    @property
     def db_path(self) -> Path:
-        p = Path(str(self.values["database"]))
-        return p if p.is_absolute() else self.home / p
+        """The SQLite file of ``database.url`` (a server URL has none: ``ConfigError``)."""
+        from .store.url import parse
+
+        u = parse(self.database_url, self.home)
+        if u.path is None:
+            raise ConfigError(f"database.url {u.safe} is a server, not a file")
+        return u.path
 
     @property
     def log_dir(self) -> Path:
@@ -177,88 +208,101 @@ class Config:
         return self.home / "token"
 
     def get(self, key: str) -> Any:
-        try:
-            return _get(self.values, key)
-        except KeyError:
-            raise ConfigError(f"unknown setting: {key}") from None
+        """The typed value of a declared key; an undeclared one raises ``UndeclaredSetting``."""
+        if self._settings is None and self._plain is not None and self._specs is not None:
+            return hook_settings.lookup(self._plain, self._specs, key)
+        return self.settings.get(key)
 
     def set(self, key: str, raw: str | Any) -> Any:
-        """Validate and persist one setting into config.yaml; returns the stored value."""
+        """Validate and persist one setting into config.yaml; returns the stored value. A bad value
+        raises ``ConfigError`` and changes nothing (neither the file nor this object)."""
+        from . import settings as model
+
         try:
-            like = _get(DEFAULTS, key)
-        except KeyError:
-            if not key.startswith("agents."):
-                raise ConfigError(f"unknown setting: {key}") from None
-            like = ""
-        value = _coerce(raw, like) if isinstance(raw, str) else raw
-        if key == "owner" and not str(value).strip():
-            raise ConfigError("owner must not be empty")
-        if key in RANGES:
-            lo, hi = RANGES[key]
-            if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
-                raise ConfigError(f"{key} must be a number between {lo:g} and {hi:g}, got {value!r}")
-        if key == "embedding.related_margin":
-            value = related_margin_value(value)
-        _set(self.file_values, key, value)
-        save_file(self.path, self.file_values)
-        _set(self.values, key, value)
-        return value
+            model.spec(key)
+        except UndeclaredSetting:
+            raise ConfigError(f"unknown setting: {key} (`remem config list` shows them all)") from None
+        value = _parse_value(key, raw) if isinstance(raw, str) else raw
+        new = copy.deepcopy(self.file_values)
+        if isinstance(new.get("database"), str):   # an old `database: remem.db`, rewritten as its URL
+            new["database"] = {"url": model.legacy_database_url(new["database"])}
+        _set(new, key, value)
+        checked = model.resolve(new)
+        got = checked.get(key)
+        if not isinstance(got, dict):
+            _set(new, key, got)    # the typed value ("5" → 5.0 for hooks.timeout)
+        tree, _ = model.env_tree(self._env)
+        settings = model.resolve(_merge(new, tree), where=str(self.path), env_used=self.env_used)
+        save_file(self.path, new)
+        self._file, self.settings = new, settings
+        return got
+
+    def override(self, key: str, value: Any) -> None:
+        """Change a setting in this process only (benchmarks, tests), validated, never saved."""
+        from . import settings as model
+
+        data = self.settings.model_dump(mode="json")
+        _set(data, key, value)
+        self.settings = model.resolve(data, where=f"override of {key}")
 
     def agent_settings(self, agent: str) -> dict[str, Any]:
-        agents = self.values.get("agents") or {}
-        got = agents.get(agent) or {}
-        return got if isinstance(got, dict) else {}
+        got = (self.get("agents") or {}).get(agent)
+        return dict(got) if got else {}
 
+    def mirror(self) -> dict[str, Any]:
+        """What hook-settings.json holds: defaults + file, checked (no environment)."""
+        from . import settings as model
 
-def related_margin_value(value: Any) -> Any:
-    """``embedding.related_margin``: "auto" or a cosine difference in [-2, 2]."""
-    if isinstance(value, str) and value.strip().lower() in ("auto", ""):
-        return "auto"
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"embedding.related_margin must be \"auto\" or a number in [-2, 2], got {value!r}") from None
-    if not -2.0 <= f <= 2.0:
-        raise ConfigError(f"embedding.related_margin must be in [-2, 2], got {f}")
-    return f
+        plain = model.resolve(self.file_values, where=str(self.path))
+        return {"values": plain.model_dump(mode="json"), "specs": {k: s.plain() for k, s in model.SPECS.items()}}
+
+    def write_hook_settings(self) -> None:
+        """Write the mirror (none when database.url holds a password: the mirror never holds a secret)."""
+        from .store.url import parse
+
+        m = self.mirror()
+        if parse(m["values"]["database"]["url"], self.home).safe != m["values"]["database"]["url"]:
+            hook_settings.remove(self.home)
+            return
+        hook_settings.write(self.home, m["values"], m["specs"])
 
 
 def save_file(path: Path, data: dict[str, Any]) -> None:
+    """Write config.yaml atomically (a crash leaves the old file or the new one, never half), and
+    the hook's mirror of it beside."""
     import yaml
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".yaml.tmp")
     tmp.write_text(yaml.safe_dump(data, sort_keys=True, allow_unicode=True), encoding="utf-8")
     os.replace(tmp, path)
+    try:
+        Config(path.parent, file_values=data).write_hook_settings()
+    except (ConfigError, OSError):
+        hook_settings.remove(path.parent)   # the hook then reads config.yaml itself
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """config.yaml as a mapping ({} when absent); never changes the file."""
+    import yaml
+
+    if not path.exists():
+        return {}
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: not valid YAML ({e.__class__.__name__})") from None
+    if loaded is not None and not isinstance(loaded, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return loaded or {}
 
 
 def load(home: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None) -> Config:
-    """Resolve settings for ``home`` (defaults → config.yaml → environment)."""
-    import yaml
-
+    """Resolve settings for ``home`` (defaults → config.yaml → environment). A bad value raises
+    ``ConfigError`` naming the key and the file or variable; the file is never rewritten here."""
     h = home_dir(home)
     env = dict(os.environ) if env is None else env
-    path = h / "config.yaml"
-    file_values: dict[str, Any] = {}
-    if path.exists():
-        try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as e:
-            raise ConfigError(f"{path}: not valid YAML ({e.__class__.__name__})") from None
-        if loaded is not None and not isinstance(loaded, dict):
-            raise ConfigError(f"{path}: expected a mapping at the top level")
-        file_values = loaded or {}
-    values = _merge(DEFAULTS, file_values)
-    for var, key in ENV_KEYS.items():
-        if var in env and env[var] != "":
-            _set(values, key, _coerce(env[var], _get(DEFAULTS, key)))
-    try:
-        _set(values, "embedding.related_margin", related_margin_value(_get(values, "embedding.related_margin")))
-    except KeyError:
-        pass  # an "embedding" that is not a mapping is reported where it is used
-    except ConfigError as e:
-        raise ConfigError(f"{path}: {e}") from None
-    return Config(home=h, values=values, file_values=file_values)
+    return Config._from_mirror(h, env) or Config(h, file_values=read_file(h / "config.yaml"), env=env)
 
 
 def ensure_token(path: Path) -> str:

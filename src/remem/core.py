@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from . import config as configmod
-from . import tasks
+from . import hook_settings, tasks
 from .agents import canonical_agent
 from .ingest.normalize import InputError, check_user_text
 from .ingest.pipeline import PRESERVED, BatchResult, WriteResult, persist
@@ -35,7 +35,7 @@ class Remem:
         self.config = configmod.load(home, env)
         self.home = self.config.home
         self.readonly = readonly
-        self.store = cast(WriteStore, open_store(str(self.config.db_path), self.home, readonly=readonly))
+        self.store = cast(WriteStore, open_store(self.config.database_url, self.home, readonly=readonly))
         self._embedder: Any = None
         self._embedder_error: str = ""
         self._onnx_wanted = False  # set by prepare_onnx: later embedders are prepared too
@@ -57,6 +57,8 @@ class Remem:
         created = not self.config.path.exists()
         if created:
             configmod.save_file(self.config.path, self.config.file_values or {"owner": self.config.get("owner")})
+        elif not hook_settings.fresh(self.home):
+            self.config.write_hook_settings()
         token_new = not self.config.token_path.exists()
         configmod.ensure_token(self.config.token_path)
         applied = self.store.migrate()

@@ -18,6 +18,7 @@ from typing import Any
 from .agent_text import safe_tree
 from .config import ConfigError
 from .core import Remem
+from .errors import RememError
 from .ingest.normalize import InputError
 from .scope import Scope, ScopeError
 from .store import ENGINE_ERRORS, StoreError
@@ -25,7 +26,8 @@ from .store import ENGINE_ERRORS, StoreError
 log = logging.getLogger("remem.mcp")
 # failures a tool call can expect (bad arguments, an id not in scope, a locked database): the client
 # gets their message, the log one line; anything else is a bug and keeps the SDK's traceback
-EXPECTED: tuple[type[Exception], ...] = (ValueError, LookupError, OverflowError, InputError, ScopeError, StoreError, ConfigError, *ENGINE_ERRORS)
+EXPECTED: tuple[type[Exception], ...] = (RememError, ValueError, LookupError, OverflowError, InputError, ScopeError,
+                                         StoreError, ConfigError, *ENGINE_ERRORS)
 
 INSTRUCTIONS = (
     "remem is the user's long-term memory across coding agents. Search it (memory_search) before "

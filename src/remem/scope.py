@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .agents import canonical_agent
+from .errors import RememError
 
 
-class ScopeError(ValueError):
+class ScopeError(RememError, ValueError):
     """A scope that would read nothing or everything by accident."""
 
 

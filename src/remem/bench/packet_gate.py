@@ -180,8 +180,8 @@ def gate_config(mem: Any, name: str) -> Any:
     """The packet configuration a gate names; "margin 0.05" / "coverage 0.3" vary the shipped one."""
     from remem.recall.config import PACKET
 
-    mem.config.values["embedding"]["related_margin"] = float(name.split()[1]) if name.startswith("margin ") \
-        else "auto"
+    mem.config.override("embedding.related_margin", float(name.split()[1]) if name.startswith("margin ")
+                        else "auto")
     if name == "before: cosine 0.3":
         return PACKET.with_(vector_related=False, min_vector_sim=0.3, min_coverage=0.0)
     if name == "vector margin":

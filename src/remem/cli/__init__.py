@@ -13,11 +13,14 @@ from typing import Any, NoReturn
 import click
 
 from ..config import ConfigError
+from ..errors import RememError
 from ..ingest.normalize import InputError
 from ..scope import ScopeError
 from ..store import ENGINE_ERRORS, StoreError
 
-EXPECTED: tuple[type[Exception], ...] = (InputError, StoreError, ConfigError, ScopeError, ValueError, OSError, *ENGINE_ERRORS)
+# RememError is every failure remem raises on purpose; the rest are the library's own expected ones
+EXPECTED: tuple[type[Exception], ...] = (RememError, InputError, StoreError, ConfigError, ScopeError, ValueError, OSError,
+                                         *ENGINE_ERRORS)
 
 
 def count(n: int, one: str, many: str | None = None) -> str:

@@ -12,6 +12,7 @@ from ..config import ConfigError
 from ..core import iter_lines
 from ..ingest.normalize import InputError
 from . import count, emit, handle_errors, open_mem
+from .settings import config_group
 
 
 @click.command("export")
@@ -64,46 +65,6 @@ def import_cmd(ctx: click.Context, path: str, owner: str | None, as_json: bool) 
                        f"(not a turn record): {lines}{more}", err=True)
 
     emit(counts, as_json, human)
-
-
-@click.group("config")
-def config_group() -> None:
-    """Show, read and change settings (config.yaml; REMEM_* environment variables win)."""
-
-
-@config_group.command("show")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.pass_context
-@handle_errors
-def config_show(ctx: click.Context, as_json: bool) -> None:
-    """Print every setting with its effective value."""
-    import yaml
-
-    mem = open_mem(ctx)
-    emit(mem.config.values, as_json, lambda d: click.echo(yaml.safe_dump(d, sort_keys=True, allow_unicode=True)))
-
-
-@config_group.command("get")
-@click.argument("key")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.pass_context
-@handle_errors
-def config_get(ctx: click.Context, key: str, as_json: bool) -> None:
-    """Print one setting (dotted key, e.g. recall.token_budget)."""
-    mem = open_mem(ctx)
-    emit(mem.config.get(key), as_json, lambda v: click.echo(v))
-
-
-@config_group.command("set")
-@click.argument("key")
-@click.argument("value")
-@click.pass_context
-@handle_errors
-def config_set(ctx: click.Context, key: str, value: str) -> None:
-    """Change one setting in config.yaml."""
-    mem = open_mem(ctx)
-    stored = mem.config.set(key, value)
-    click.echo(f"{key} = {stored}")
 
 
 @click.command()

@@ -44,6 +44,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..errors import RememError
 from ..plugins import Registry
 
 __all__ = [
@@ -89,7 +90,7 @@ def related_margin(model_id: str, setting: Any = "auto") -> float | None:
     return RELATED_MARGIN.get(model_id)
 
 
-class EmbedderError(RuntimeError):
+class EmbedderError(RememError, RuntimeError):
     """An embedding call failed (bad response, wrong shape, server error)."""
 
 

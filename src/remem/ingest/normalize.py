@@ -6,11 +6,13 @@ import hashlib
 import re
 import unicodedata
 
+from ..errors import RememError
+
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
-class InputError(ValueError):
+class InputError(RememError, ValueError):
     """Input that cannot be stored as given (the message is shown to the user as is)."""
 
 

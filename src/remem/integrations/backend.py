@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import config as configmod
+from .. import hook_settings
 from ..model import ToolCall, TurnIn
 from .client import DaemonClient, DaemonUnavailable
 
@@ -31,14 +31,13 @@ DEFAULT_TIMEOUT = 8.0      # seconds per daemon request; far inside every agent'
 MAX_TIMEOUT = 45.0         # the issue's hard ceiling for one memory request
 
 
-def hook_timeout(cfg: configmod.Config, env: dict[str, str] | None = None) -> float:
-    env = dict(os.environ) if env is None else env
-    raw: Any = env.get("REMEM_HOOK_TIMEOUT") or (cfg.values.get("hooks") or {}).get("timeout") or DEFAULT_TIMEOUT
+def hook_timeout(settings: hook_settings.HookSettings) -> float:
+    """Seconds per daemon request: ``hooks.timeout`` (``REMEM_HOOK_TIMEOUT`` wins), always 0.05–45."""
     try:
-        value = float(raw)
+        value = float(settings.get("hooks.timeout"))
     except (TypeError, ValueError):
         value = DEFAULT_TIMEOUT
-    return max(0.05, min(MAX_TIMEOUT, value))
+    return max(0.05, min(MAX_TIMEOUT, value)) if value == value else DEFAULT_TIMEOUT
 
 
 def turn_to_dict(t: TurnIn) -> dict[str, Any]:
@@ -52,9 +51,10 @@ class Backend:
     def __init__(self, home: str | os.PathLike[str] | None = None, *, env: dict[str, str] | None = None,
                  use_daemon: bool = True) -> None:
         self.env = dict(os.environ) if env is None else env
-        self.config = configmod.load(home, self.env)
-        self.home = self.config.home
-        self.timeout = hook_timeout(self.config, self.env)
+        self.home = home_of(home)
+        # the hook's few settings from their JSON mirror: no pydantic or PyYAML on the hook path
+        self.settings = hook_settings.load(self.home, self.env)
+        self.timeout = hook_timeout(self.settings)
         self.use_daemon = use_daemon and self.env.get("REMEM_HOOK_DAEMON", "1") not in ("0", "false", "no")
         self._mem: Remem | None = None
         self._client: DaemonClient | None = None
@@ -66,12 +66,12 @@ class Backend:
         if not self.use_daemon:
             return None
         if self._client is None:
-            token_path = self.config.token_path
+            token_path = self.home / "token"
             try:
                 token = token_path.read_text(encoding="utf-8").strip()
             except OSError:
                 return None     # no token: no daemon was ever started for this home
-            self._client = DaemonClient(str(self.config.get("server.host")), int(self.config.get("server.port")),
+            self._client = DaemonClient(str(self.settings.get("server.host")), int(self.settings.get("server.port")),
                                         token, timeout=self.timeout, breaker=self.home / "hooks" / "daemon.down")
         return self._client
 
@@ -83,6 +83,7 @@ class Backend:
             # lexical only in the hook process: never load the embedding model here
             env = dict(self.env)
             env["REMEM_EMBEDDING_ENABLED"] = "false"
+            env.pop("REMEM_HOOK_TIMEOUT", None)   # the hook clamps its own; the library does not need it
             self._mem = Remem(self.home, env=env)
         return self._mem
 
@@ -100,17 +101,17 @@ class Backend:
 
     def owner_for(self, agent: str) -> str:
         """Whose memory ``agent``'s turns are (its isolated owner, an explicit one, or the profile)."""
-        s = self.config.agent_settings(agent)
+        s = self.settings.agent(agent)
         if s.get("owner"):
             return str(s["owner"])
         if s.get("isolated"):
             return f"agent:{agent}"
-        return str(self.config.get("owner"))
+        return str(self.settings.get("owner"))
 
     def read_owners(self, agent: str) -> list[str]:
         """Whose memory ``agent`` may read: its own owner plus its ``read_owners`` (as
         ``Remem.scope(as_agent=…)`` computes it; every read of the hook takes this)."""
-        extra = self.config.agent_settings(agent).get("read_owners") or []
+        extra = self.settings.agent(agent).get("read_owners") or []
         return list(dict.fromkeys([self.owner_for(agent), *(str(o) for o in extra)]))
 
     # -- operations ----------------------------------------------------------------------
@@ -198,4 +199,8 @@ def tool_dicts(tools: list[ToolCall]) -> list[dict[str, Any]]:
 
 
 def home_of(home: str | os.PathLike[str] | None) -> Path:
-    return configmod.home_dir(home)
+    """As ``config.home_dir`` (argument, else ``REMEM_HOME``, else ``~/.remem``), without importing it."""
+    if home is not None:
+        return Path(home).expanduser()
+    env = os.environ.get("REMEM_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".remem"

@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ..errors import RememError
+
 BREAKER_SECONDS = 30.0   # after a timeout, skip the daemon this long (hooks stay fast meanwhile)
 
 
-class DaemonUnavailable(Exception):
+class DaemonUnavailable(RememError):
     """Not running, not answering in time, or not ours (wrong token): use the fallback."""
 
 

@@ -14,18 +14,18 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import signal
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import hook_settings
 from ..agent_text import safe_tree
 from ..agents import canonical_agent
 from ..model import ToolCall, TurnIn
 from . import log, protocol, render, resume, state, transcript
-from .backend import DEFAULT_TIMEOUT, MAX_TIMEOUT, Backend
+from .backend import Backend, hook_timeout
 from .events import Event, normalize
 
 MAX_QUERY_CHARS = 8_000    # of a prompt that recall searches for (head and tail of a huge paste)
@@ -130,14 +130,10 @@ def hook_home(home: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Pa
 
 
 def request_timeout(home: Path, env: Mapping[str, str]) -> float:
-    """Seconds per daemon request: ``REMEM_HOOK_TIMEOUT``, else ``hooks.timeout`` of config.yaml,
-    else 8 (always 0.05–45). The same value ``Backend`` uses for its requests."""
-    raw: Any = env.get("REMEM_HOOK_TIMEOUT") or file_setting(home, "hooks", "timeout") or DEFAULT_TIMEOUT
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        value = DEFAULT_TIMEOUT
-    return max(0.05, min(MAX_TIMEOUT, value)) if value == value else DEFAULT_TIMEOUT
+    """Seconds per daemon request: ``REMEM_HOOK_TIMEOUT``, else ``hooks.timeout`` (from the JSON
+    mirror of the settings, ``hook_settings``), else 8 (always 0.05–45). The same value ``Backend``
+    uses for its requests."""
+    return hook_timeout(hook_settings.load(home, env))
 
 
 def out_of_time(agent: str, event: str, seconds: float, *, home: str | os.PathLike[str] | None = None) -> str:
@@ -156,39 +152,6 @@ def budget_seconds(env: Mapping[str, str], home: Path | None = None) -> float:
     """The whole call's hard limit: two daemon timeouts plus slack, always under the agents' 60 s."""
     per_request = request_timeout(hook_home(home, env), env)
     return max(1.0, min(55.0, 2 * per_request + 10.0))
-
-
-_SECTION = re.compile(r"^([A-Za-z_][\w-]*)\s*:\s*(.*)$")
-
-
-def file_setting(home: Path, section: str, key: str) -> str | None:
-    """One scalar ``section.key`` of ``home/config.yaml``, read without PyYAML (importing it costs a
-    hook ~70 ms, and a tool hook touches nothing else): the block style ``remem config set`` writes,
-    or a one-line flow mapping (``hooks: {timeout: 5}``). None when absent or not understood."""
-    try:
-        text = (home / "config.yaml").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    inside, indent = False, None
-    for line in text.splitlines():
-        body = re.sub(r"\s+#.*$", "", line).rstrip()
-        if not body.strip() or body.lstrip().startswith("#"):
-            continue
-        if not line[0].isspace():
-            m = _SECTION.match(body)
-            inside = m is not None and m.group(1) == section
-            if inside and m and m.group(2).startswith("{"):
-                f = re.search(rf"[{{,]\s*{re.escape(key)}\s*:\s*([^,}}]+)", m.group(2))
-                return f.group(1).strip().strip("'\"") if f else None
-            indent = None
-            continue
-        if inside:
-            width = len(line) - len(line.lstrip())
-            indent = width if indent is None else indent
-            m = re.match(rf"\s*{re.escape(key)}\s*:\s*(\S.*)$", body)
-            if m and width == indent:
-                return m.group(1).strip().strip("'\"")
-    return None
 
 
 def _parse(data: bytes, home: Path, agent: str, event: str) -> Any:
@@ -275,7 +238,7 @@ class Handler:
             state.prune(self.home)
         if self.ev.agent not in SESSION_CONTEXT_AGENTS or not self.ev.cwd:
             return ""
-        if not (self.b.config.values.get("hooks") or {}).get("session_digest", True):
+        if not self.b.settings.get("hooks.session_digest"):
             return ""
         items = [t for t in self.b.recent(self.ev.cwd, limit=DIGEST_ITEMS + 1, as_agent=self.ev.agent)
                  if t.get("session_id") != self.ev.session_id][:DIGEST_ITEMS]
@@ -318,7 +281,7 @@ class Handler:
                 # Cursor cannot add context: show the list to the user; a pick goes through the skill
                 return self.answer(text, show_user=True)
             st.pop("resume", None)
-            size, most = len(ev.prompt.encode("utf-8", "replace")), int(self.b.config.get("ingest.max_turn_bytes"))
+            size, most = len(ev.prompt.encode("utf-8", "replace")), int(self.b.settings.get("ingest.max_turn_bytes"))
             if size > most:
                 # the pipeline skips such a turn whole (never truncated): do not carry it through
                 # the state file and the daemon only to have it dropped there

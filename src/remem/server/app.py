@@ -11,6 +11,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from ..config import ConfigError
+from ..errors import RememError
 from ..ingest.normalize import InputError
 from ..scope import ScopeError
 from ..store import ENGINE_ERRORS, StoreError
@@ -113,7 +114,9 @@ def _errors(app: FastAPI) -> None:
     async def too_deep(_r: Request, _e: Exception) -> JSONResponse:
         return reply(400, "input is nested too deeply")
 
-    for exc in (InputError, ConfigError, ScopeError, ValueError):
+    # RememError: any failure remem raises on purpose, one line for the client (the more specific
+    # classes below answer with their own status); every other exception is a bug: a 500 and its traceback
+    for exc in (RememError, InputError, ConfigError, ScopeError, ValueError):
         app.add_exception_handler(exc, bad_request)
     app.add_exception_handler(OverflowError, out_of_range)
     app.add_exception_handler(RecursionError, too_deep)

@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import RememError
 from . import API_PREFIX
 
 LOCK_NAME = "daemon.lock"
 MIN_TOKEN_CHARS = 32  # what `secrets.token_urlsafe(32)` gives; shorter tokens are refused off loopback
 
 
-class DaemonError(RuntimeError):
+class DaemonError(RememError, RuntimeError):
     """A start/stop that cannot proceed, with the reason for the user."""
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import RememError
 from ..threads import background_priority
 from .events import EventBus
 
@@ -32,11 +33,11 @@ PUBLISH_EVERY = 0.2     # seconds between progress events per job: smooth bar, n
 PERSIST_EVERY = 1.0     # seconds between progress writes to the database
 
 
-class NoRetry(RuntimeError):
+class NoRetry(RememError, RuntimeError):
     """A failure retrying cannot fix (missing module, bad payload): fail the job at once."""
 
 
-class QueueFull(RuntimeError):
+class QueueFull(RememError, RuntimeError):
     """Too many jobs are waiting; the caller should try again later (HTTP 429)."""
 
 

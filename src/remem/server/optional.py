@@ -10,12 +10,14 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from ..errors import RememError
+
 SYNC_MODULE = "remem.sources.sync"
 INTEGRATIONS_MODULE = "remem.integrations"
 DEFAULT_PRESETS = ("kimi code", "zcode", "minimax code", "coder")  # the issue's "Add other agent" presets
 
 
-class Unavailable(RuntimeError):
+class Unavailable(RememError, RuntimeError):
     """An optional part of remem is not installed; the API answers 503 with this message."""
 
 

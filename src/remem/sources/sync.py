@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..agents import canonical_agent
+from ..errors import RememError
 from ..model import Message, TurnIn
 from ..scope import Scope
 from .base import SOURCES, ParseStats, Source, Unit
@@ -52,7 +53,7 @@ MAX_NOTES = 50               # error and skip reasons a result keeps (the counts
 ProgressFn = Callable[[dict[str, Any]], None]
 
 
-class SyncBusy(RuntimeError):
+class SyncBusy(RememError, RuntimeError):
     """Another sync holds this home's sync lock."""
 
 

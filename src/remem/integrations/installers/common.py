@@ -29,6 +29,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ...errors import RememError
+
 KEEP_BACKUPS = 5
 BEGIN = "<!-- remem:begin (managed by `remem hooks install`; remove with `remem hooks remove`) -->"
 END = "<!-- remem:end -->"
@@ -41,7 +43,7 @@ LAUNCHER = Path("bin") / "remem-hook"                         # under the remem 
 CLI_LAUNCHER = Path("bin") / "remem"                          # what skills and slash commands run
 
 
-class InstallError(Exception):
+class InstallError(RememError):
     """A config file remem cannot safely change (unparseable, wrong shape). Nothing was written."""
 
 

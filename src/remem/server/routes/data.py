@@ -175,7 +175,7 @@ def _check_type(key: str, value: Any) -> None:
 
 # settings whose change moves data: where the database lives, who can reach the daemon, which
 # servers get memory text (embedding, and any later model-server URL)
-CLI_ONLY = {"database": "decides where your memories are stored",
+CLI_ONLY = {"database": "decides where your memories are stored", "database.url": "decides where your memories are stored",
             "server.host": "decides who can reach the daemon"}
 CLI_ONLY_WORDS = ("url", "host", "endpoint", "api_key")  # in a key's last part: a server to talk to
 AGENT_KEYS: dict[str, type] = {"isolated": bool, "owner": str, "read_owners": list}

@@ -184,11 +184,11 @@ def session_timeline(mem: Mem, session_id: str, owner: str | None = None,
 
 @router.get("/owners", summary="Owners (profiles) known from settings")
 def list_owners(mem: Mem) -> dict[str, Any]:
-    out = [str(mem.config.get("owner"))]
-    for agent, s in (mem.config.get("agents") or {}).items():
-        if isinstance(s, dict):
-            if s.get("owner"):
-                out.append(str(s["owner"]))
-            elif s.get("isolated"):
-                out.append(f"agent:{agent}")
+    settings = mem.config.settings
+    out = [settings.owner]
+    for agent, s in settings.agents.items():
+        if s.owner:
+            out.append(s.owner)
+        elif s.isolated:
+            out.append(f"agent:{agent}")
     return {"default": out[0], "owners": list(dict.fromkeys(out))}
