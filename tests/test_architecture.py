@@ -114,3 +114,10 @@ def test_no_sql_outside_the_store():
         f"  {k}: {v}" for k, v in new.items())
     clean = sorted(PENDING - set(offenders))
     assert not clean, f"no SQL left in {clean}: remove them from PENDING"
+
+
+def test_one_cjk_range():
+    """The CJK range is defined once (remem/cjk.py); everything else imports it."""
+    defined = [f.relative_to(SRC).as_posix() for f in SRC.rglob("*.py")
+               if f.name != "cjk.py" and re.search(r"\\u4e00|\\u3400|\\u9fff|\u4e00-", f.read_text(encoding="utf-8"))]
+    assert not defined, f"a CJK range outside remem/cjk.py: {defined}"
