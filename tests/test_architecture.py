@@ -85,12 +85,10 @@ PENDING = {
     "cli/service.py",
     "core.py",
     "index/entities.py",
-    "index/vectors.py",
     "index/worker.py",
     "ingest/deferred.py",
     "ingest/pipeline.py",
     "mcp_server.py",
-    "recall/channels.py",
     "server/app.py",
     "server/jobkinds.py",
     "server/jobs.py",
@@ -121,3 +119,29 @@ def test_one_cjk_range():
     defined = [f.relative_to(SRC).as_posix() for f in SRC.rglob("*.py")
                if f.name != "cjk.py" and re.search(r"\\u4e00|\\u3400|\\u9fff|\u4e00-", f.read_text(encoding="utf-8"))]
     assert not defined, f"a CJK range outside remem/cjk.py: {defined}"
+
+
+def _absolute_imports(path: Path, package: str) -> list[tuple[int, str]]:
+    """(line, module) of every import in ``path`` (a module of ``package``), relative ones resolved,
+    ``from X import y`` also as ``X.y``; inside functions too."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            if node.level:
+                base = base[: len(base) - node.level + 1]
+            mod = ".".join(base + ([node.module] if node.module else [])) if node.level else (node.module or "")
+            out += [(node.lineno, mod)] + [(node.lineno, f"{mod}.{a.name}") for a in node.names]
+    return out
+
+
+def test_recall_imports_nothing_of_the_facade():
+    """recall/ runs on a RecallContext: it never imports remem.core (the façade Remem), at the top or
+    lazily inside a function, and never names Remem."""
+    for f in sorted((SRC / "recall").rglob("*.py")):
+        for line, mod in _absolute_imports(f, "remem.recall"):
+            assert mod != "remem.core" and not mod.startswith("remem.core."), \
+                f"recall/{f.name} line {line} imports the façade ({mod})"
+        assert not re.search(r"\bRemem\b", f.read_text(encoding="utf-8")), f"recall/{f.name} names Remem"

@@ -241,7 +241,7 @@ def calibrate(mem: Any, convs: list[dict[str, Any]], ids: dict[str, dict[str, st
     for conv in convs:
         scope = Scope.of(L.OWNER, project=conv["id"])
         to_id = {d: i for i, d in ids[conv["id"]].items()}
-        corp = channels.scope_corpus(mem.db, scope, S.OKAPI_SESSION_MAX)
+        corp = channels.scope_corpus(mem.recall, scope, S.OKAPI_SESSION_MAX)
         for qa in conv["qa"]:
             gold = [to_id[g] for g in qa["gold"] if g in to_id]
             if not gold or qa["category"] not in (1, 2, 3, 4):
@@ -277,28 +277,28 @@ def packets(mem: Any, convs: list[dict[str, Any]], ids: dict[str, dict[str, str]
             if not qa["gold"] or qa["category"] not in (1, 2, 3, 4):
                 continue
             t0 = time.perf_counter()
-            p = turn_start(mem, qa["question"], scope, config=cfg)
+            p = turn_start(mem.recall, qa["question"], scope, config=cfg)
             lat.append((time.perf_counter() - t0) * 1000)
             got = {ids[conv["id"]].get(i["id"]) for i in p["items"]}
             own_hit.append(bool(got & set(qa["gold"])))
             own_items.append(len(p["items"]))
             if len(convs) > 1:
-                o = turn_start(mem, qa["question"], other, config=cfg)
+                o = turn_start(mem.recall, qa["question"], other, config=cfg)
                 other_items.append(len(o["items"]))
                 other_any.append(bool(o["items"]))
     cscope = Scope.of(CODING_OWNER)
     rel_hit, rel_items = [], []
     for prompt, target in CODING_RELATED:
-        p = turn_start(mem, prompt, cscope, config=cfg)
+        p = turn_start(mem.recall, prompt, cscope, config=cfg)
         rel_hit.append(coding[target] in {i["id"] for i in p["items"]})
         rel_items.append(len(p["items"]))
-    un_items = [len(turn_start(mem, prompt, cscope, config=cfg)["items"]) for prompt in CODING_UNRELATED]
+    un_items = [len(turn_start(mem.recall, prompt, cscope, config=cfg)["items"]) for prompt in CODING_UNRELATED]
 
     topic: dict[str, Any] = {}
     for size in TOPIC_SIZES:
         tscope = Scope.of(f"topic{size}")
-        packets = [turn_start(mem, p, tscope, config=cfg)["items"] for p in TOPIC_PROMPTS]
-        off = [len(turn_start(mem, p, tscope, config=cfg)["items"]) for p in TOPIC_UNRELATED]
+        packets = [turn_start(mem.recall, p, tscope, config=cfg)["items"] for p in TOPIC_PROMPTS]
+        off = [len(turn_start(mem.recall, p, tscope, config=cfg)["items"]) for p in TOPIC_UNRELATED]
         topic[str(size)] = {"non_empty": round(100.0 * sum(bool(g) for g in packets) / len(packets), 1),
                             "items": round(statistics.fmean(len(g) for g in packets), 2),
                             "unrelated_items": round(statistics.fmean(off), 2)}

@@ -12,18 +12,27 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from .candidates import SqliteCandidates
 from .db import connect, transaction
+from .entities import SqliteEntities
 from .migrations import migrate
+from .text import SqliteText
+from .vectors import SqliteVectors
 
 
 class SqliteStore:
     engine = "sqlite"
+    errors: tuple[type[Exception], ...] = (sqlite3.Error,)  # what its areas may raise besides StoreError
 
     def __init__(self, path: Path, *, readonly: bool = False, url: str = "") -> None:
         self.path = Path(path)
         self.url = url or f"sqlite:///{self.path}"
         self._readonly = readonly
         self._local = threading.local()
+        self.candidates = SqliteCandidates(self)
+        self.text = SqliteText(self)
+        self.vectors = SqliteVectors(self)
+        self.entities = SqliteEntities(self)
 
     @property
     def key(self) -> str:
