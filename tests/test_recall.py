@@ -315,7 +315,6 @@ def test_head_and_tail_counts_tokens_honestly():
 def test_bm25_ranks_first_then_checks_scope_and_equals_the_join(mem, monkeypatch):
     """The cheap path (rank the matches, then check the scope of the best few) returns exactly
     what joining every match with its turn returns, and learns when a scope is too small for it."""
-    from remem.recall import channels
 
     mem.add_turns([TurnIn(request=f"kiwi orchard note {i}" + " kiwi" * (i % 4), owner="big", agent="codex",
                           source_key=f"b{i}") for i in range(120)]

@@ -192,7 +192,8 @@ class Remem:
                 if self._recall is None:
                     self._recall = RecallContext(self.store, embedder=self.embedder,  # type: ignore[arg-type]
                                                  embedder_error=lambda: self._embedder_error,
-                                                 settings=self.recall_settings, on_shown=self.note_access)
+                                                 settings=self.recall_settings,
+                                                 on_shown=lambda *a: self.note_access(*a))
         return self._recall
 
     @staticmethod

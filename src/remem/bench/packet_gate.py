@@ -199,16 +199,15 @@ def build(home: str, convs: list[dict[str, Any]], say: Any) -> tuple[Any, dict[s
 
     mem = Remem(home)
     mem.note_access = lambda *a, **k: None  # type: ignore[method-assign]  # packets must not change the store
-    known = {r[0] for r in mem.db.execute("SELECT source_key FROM turns WHERE source_key LIKE 'locomo:%'")}
     ids: dict[str, dict[str, str]] = {}
     for conv in convs:
-        if any(k.startswith(f"locomo:{conv['id']}:") for k in known):
-            rows = mem.db.execute("SELECT id, source_key FROM turns WHERE project = ?", (conv["id"],)).fetchall()
-            ids[conv["id"]] = {i: sk.split(":", 2)[2] for i, sk in rows}
+        rows = [r for r in mem.list(owner=L.OWNER, project=conv["id"], limit=10 ** 7)
+                if str(r.get("source_key") or "").startswith(f"locomo:{conv['id']}:")]
+        if rows:
+            ids[conv["id"]] = {r["id"]: r["source_key"].split(":", 2)[2] for r in rows}
         else:
             ids[conv["id"]] = L.ingest(mem, conv)
-    coding = [r[0] for r in mem.db.execute("SELECT id FROM turns WHERE owner = ? ORDER BY started_at",
-                                           (CODING_OWNER,))]
+    coding = [r["id"] for r in reversed(mem.list(owner=CODING_OWNER, limit=10 ** 7))]  # oldest first
     if not coding:
         base = time.time() - 90 * 86400
         turns = [TurnIn(request=req, reply=rep, owner=CODING_OWNER, agent="claude-code", project="shop",
@@ -217,7 +216,7 @@ def build(home: str, convs: list[dict[str, Any]], say: Any) -> tuple[Any, dict[s
         coding = [r.id for r in mem.add_turns(turns).results]
     for size in TOPIC_SIZES:
         owner = f"topic{size}"
-        if not mem.db.execute("SELECT 1 FROM turns WHERE owner = ? LIMIT 1", (owner,)).fetchone():
+        if not mem.list(owner=owner, limit=1):
             mem.add_turns(topical_turns(size, owner, time.time() - 30 * 86400))
     mem.index_pending(embed=False)
     say("embedding …")
@@ -230,7 +229,6 @@ def calibrate(mem: Any, convs: list[dict[str, Any]], ids: dict[str, dict[str, st
     """Margins of each question's closest evidence turn, as the vector channel sees them."""
     import numpy as np
 
-    from remem.index import vectors
     from remem.recall import channels
     from remem.recall import search as S
     from remem.recall.query import build as build_query
@@ -248,12 +246,12 @@ def calibrate(mem: Any, convs: list[dict[str, Any]], ids: dict[str, dict[str, st
                 continue
             q = S.vector_query(build_query(qa["question"]), corp)
             cache: dict[str, Any] = {}
-            vec, model, _ = channels.query_vector(mem, q, cache)
-            idx = vectors.get_index(mem.db, model, "summary", int(np.asarray(vec).shape[-1]))
+            vec, model, _ = channels.query_vector(mem.recall, q, cache)
+            idx = mem.recall.vectors.get(model, "summary", int(np.asarray(vec).shape[-1]))
             with idx.lock:
                 got = idx.vectors_for(gold)
             best = max(float(v @ vec) for v in got.values())
-            base = vectors.mean_similarity(mem.db, scope, vec, model, "summary") or 0.0
+            base = mem.recall.vectors.mean_similarity(scope, vec, model, "summary") or 0.0
             cosines.append(best)
             margins.append(best - base)
     qs = (10, 20, 25, 50)

@@ -102,3 +102,25 @@ class SqliteVectors:
 
     def stats(self) -> dict[str, Any]:
         return stats(self._db)
+
+    def models(self) -> dict[str, int]:
+        """Vectors per model id."""
+        return models(self._db)
+
+    def all_of(self, model_id: str) -> Iterator[bytes]:
+        """Every stored vector of a model (any owner, field or row): for offline measurements only."""
+        for (v,) in self._db.execute("SELECT vector FROM embeddings WHERE model_id = ?", (model_id,)):
+            yield v
+
+    def targets(self) -> list[tuple[str, str, str, str, str, bool]]:
+        """(turn id, owner, agent, project, content hash, has tool calls) of every stored turn: what a
+        benchmark fills with vectors of its own (``put_done``)."""
+        return [(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in self._db.execute(
+            "SELECT id, owner, agent, project, content_hash, actions != '' FROM turns")]
+
+    def put_done(self, rows: list[tuple[str, str, str, str, int, bytes, str, str, str, str]],
+                 turn_ids: list[str]) -> None:
+        """Store vectors (rows as :func:`put_many` takes them) and mark ``turn_ids`` embedded, in one transaction."""
+        with self.store.transaction() as db:
+            put_many(db, rows)
+            db.executemany("UPDATE turns SET embed_state='done' WHERE id=?", [(t,) for t in turn_ids])
