@@ -117,7 +117,7 @@ class SqliteText:
         return self._fts(scope, expr, limit, since=since, until=until, newest=newest)
 
     def _fts(self, scope: Scope, expr: str, limit: int, *, since: float | None = None, until: float | None = None,
-             newest: bool = False, first: bool = True) -> list[tuple[str, float]]:
+             newest: bool = False) -> list[tuple[str, float]]:
         db = self.store.conn
         where, params = scope.sql("t")
         extra, args = "", []
@@ -131,7 +131,7 @@ class SqliteText:
                f"JOIN turns t ON t.rowid = turns_fts.rowid WHERE turns_fts MATCH ? AND {where} AND t.deleted = 0"
                f"{extra} ORDER BY " + ("turns_fts.rowid DESC" if newest else "s, t.rowid") + " LIMIT ?")
         try:
-            if first and not extra and not newest:
+            if not extra and not newest:
                 got = self._fts_first(scope, expr, limit)
                 if got is not None:
                     return got
