@@ -206,10 +206,9 @@ class Remem:
         return entry
 
     def recall_settings(self) -> RecallSettings:
-        get = self.config.get
-        return RecallSettings(embedding_enabled=bool(get("embedding.enabled")),
-                              related_margin=get("embedding.related_margin"),
-                              token_budget=int(get("recall.token_budget")))
+        return RecallSettings(embedding_enabled=bool(self.config.get("embedding.enabled")),
+                              related_margin=self.config.get("embedding.related_margin"),
+                              token_budget=int(self.config.get("recall.token_budget")))
 
     def search(self, query: str, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                project: str | None = None, k: int = 10, scope: Scope | None = None,
