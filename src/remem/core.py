@@ -17,10 +17,10 @@ from .agents import canonical_agent
 from .ingest.normalize import InputError, check_user_text
 from .ingest.pipeline import PRESERVED, BatchResult, WriteResult, persist
 from .model import ToolCall, TurnIn
+from .recall.context import RecallContext, RecallSettings
 from .scope import Scope
 from .store import StoreError, open_store
 from .store.protocols import WriteStore
-from .store.sqlite.db import db_path
 
 EXPORT_VERSION = 1
 MAX_PENDING_ACCESS = 1000  # recall hits waiting to be counted (oldest dropped past this)
@@ -42,6 +42,7 @@ class Remem:
         self._lock = threading.Lock()
         self._access: list[tuple[Scope, builtins.list[str], float]] = []  # recall hits not yet counted
         self._access_lock = threading.Lock()
+        self._recall: RecallContext | None = None
         if not readonly:
             self.init()
 
@@ -88,15 +89,10 @@ class Remem:
             todo, self._access = self._access, []
         if not todo:
             return 0
-        from .store.sqlite import candidates as recrepo
-
-        db = self.db
         try:
-            with self.store.transaction(wait=wait):
-                for scope, ids, now in todo:
-                    recrepo.touch(db, scope, ids, now)
+            self.store.candidates.touch_many(todo, wait=wait)  # type: ignore[attr-defined]
             return len(todo)
-        except StoreError:  # busy (or failing): keep them for the next chance
+        except (*self.store.errors, StoreError):  # type: ignore[attr-defined]  # busy (or failing): keep them for the next chance
             with self._access_lock:
                 self._access[:0] = todo
                 del self._access[:-MAX_PENDING_ACCESS]
@@ -179,23 +175,70 @@ class Remem:
         sc = scope or self.scope(owner)
         return self.store.turns.get(sc, memory_id)
 
+    # -- recall ----------------------------------------------------------------------------
+    @property
+    def recall(self) -> RecallContext:
+        """What the recall engine runs on (built once, on first use): the store's read areas, the
+        embedder, the recall settings, the clock, and where shown turns are counted."""
+        if self._recall is None:
+            with self._lock:
+                if self._recall is None:
+                    self._recall = RecallContext(self.store, embedder=self.embedder,  # type: ignore[arg-type]
+                                                 embedder_error=lambda: self._embedder_error,
+                                                 settings=self.recall_settings,
+                                                 on_shown=lambda *a: self.note_access(*a))
+        return self._recall
+
+    @staticmethod
+    def _recall_entries() -> Any:
+        """recall/entry.py, imported on the first recall: its ~0.1 s of imports (query parsing, jieba
+        hooks, ranking) are start-up a ``remem add`` does not need. (No import cycle: recall imports
+        nothing of the façade; tests/test_architecture.py checks it.)"""
+        from .recall import entry
+
+        return entry
+
+    def recall_settings(self) -> RecallSettings:
+        return RecallSettings(embedding_enabled=bool(self.config.get("embedding.enabled")),
+                              related_margin=self.config.get("embedding.related_margin"),
+                              token_budget=int(self.config.get("recall.token_budget")))
+
     def search(self, query: str, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                project: str | None = None, k: int = 10, scope: Scope | None = None,
                explain: bool = False) -> builtins.list[dict[str, Any]]:
-        from .recall import search as recall_search
-
         sc = scope or self.scope(owner, agent=agent, project=project)
-        return recall_search.search(self, query, sc, k=k, explain=explain)
+        return self._recall_entries().search(self.recall, query, sc, k=k, explain=explain)
+
+    def _read_as(self, owner: str | builtins.list[str] | None, agent: str | None, scope: Scope | None) -> Scope:
+        return scope or self.scope(owner, project=None, as_agent=agent)
 
     def turn_start(self, prompt: str, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                    project: str | None = None, budget: int | None = None,
                    scope: Scope | None = None) -> dict[str, Any]:
-        """The packet an agent receives before it answers ``prompt``: {"text", "items", ...}."""
-        from .recall import entry
+        """The packet an agent receives before it answers ``prompt``: {"text", "items", ...}.
+        ``agent`` reads as that agent (its owners); ``project`` ranks that project's memories higher."""
+        entry, ctx = self._recall_entries(), self.recall
+        return entry.turn_start(ctx, prompt, self._read_as(owner, agent, scope), project=project,
+                                budget=int(budget or ctx.settings.token_budget))
 
-        sc = scope or self.scope(owner, project=None, as_agent=agent)
-        return entry.turn_start(self, prompt, sc, project=project,
-                                budget=int(budget or self.config.get("recall.token_budget")))
+    def sub_agent(self, task: str, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
+                  project: str | None = None, budget: int | None = None,
+                  scope: Scope | None = None) -> dict[str, Any]:
+        """A sub-agent's task prompt → a smaller packet (recall/entry.py)."""
+        return self._recall_entries().sub_agent(self.recall, task, self._read_as(owner, agent, scope),
+                                                project=project, budget=budget)
+
+    def repair(self, error: str, *, tool: str = "", owner: str | builtins.list[str] | None = None,
+               agent: str | None = None, budget: int | None = None, scope: Scope | None = None) -> dict[str, Any]:
+        """After repeated failures: past failures with the same error signature and what fixed them."""
+        return self._recall_entries().repair(self.recall, error, self._read_as(owner, agent, scope), tool=tool,
+                                             budget=budget)
+
+    def resume(self, query: str, *, session: str | None = None, owner: str | builtins.list[str] | None = None,
+               agent: str | None = None, budget: int | None = None, scope: Scope | None = None) -> dict[str, Any]:
+        """No ``session``: up to 5 candidate episodes for ``query``; with one: that episode in full."""
+        return self._recall_entries().resume(self.recall, query, self._read_as(owner, agent, scope),
+                                             session=session, budget=budget)
 
     def timeline(self, session_id: str, *, owner: str | builtins.list[str] | None = None,
                  limit: int = 500) -> builtins.list[dict[str, Any]]:
@@ -254,9 +297,8 @@ class Remem:
 
     def _forget_corpora(self) -> None:
         """Deleted turns must leave recall's cached scope corpora at once (not after a rebuild)."""
-        from .recall import okapi
-
-        okapi.forget(db_path(self.db))
+        if self._recall is not None:
+            self._recall.forget()
 
     def sessions(self, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                  project: str | None = None, limit: int = 100, offset: int = 0) -> builtins.list[dict[str, Any]]:

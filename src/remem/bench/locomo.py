@@ -215,10 +215,10 @@ def run(data: str, *, config: str = "default", model: str | None = None, limit: 
                     skipped += 1
                     continue
                 q0 = time.perf_counter()
-                hits = search(mem, qa["question"], scope, k=10, config=cfg)
+                hits = search(mem.recall, qa["question"], scope, k=10, config=cfg)
                 lat.append((time.perf_counter() - q0) * 1000)
                 ranked = [to_dia.get(h["id"], "?") for h in hits]
-                sess = search_sessions(mem, qa["question"], scope, k=n_sessions, config=cfg)
+                sess = search_sessions(mem.recall, qa["question"], scope, k=n_sessions, config=cfg)
                 sranked = [s["session_id"] for s in sess]
                 gold = set(qa["gold"])
                 turn_rows.append((qa["category"], score(ranked, gold, TURN_KS)))

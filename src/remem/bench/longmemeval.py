@@ -152,7 +152,7 @@ def run(data: str, *, config: str = "default", model: str | None = None, limit: 
                     skipped[why] += 1
                     continue
                 q0 = time.perf_counter()
-                ranked = [s["session_id"] for s in search_sessions(mem, str(e["question"]),
+                ranked = [s["session_id"] for s in search_sessions(mem.recall, str(e["question"]),
                                                                    Scope.of(OWNER, project=f"{qid}:{key}"),
                                                                    k=len(sids), config=cfg)]
                 lat.append((time.perf_counter() - q0) * 1000)

@@ -44,6 +44,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..cjk import LETTERS as _CJK
 from ..errors import RememError
 from ..plugins import Registry
 
@@ -142,7 +143,6 @@ def _as_list(texts: Sequence[str]) -> list[str]:
 # --------------------------------------------------------------------------- hash
 
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
 _CJK_CHAR = re.compile(rf"[{_CJK}]")
 # Words that carry no topic; without IDF they would dominate short texts.

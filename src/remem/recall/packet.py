@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..agent_text import indent_lines, safe
+from ..cjk import WIDE
 
 OPEN = "<remem_memory_context>"
 CLOSE = "</remem_memory_context>"
@@ -33,7 +34,7 @@ DEFAULT_BUDGET = 2000
 MIN_BUDGET = 800
 MAX_BUDGET = 4000
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u3000-\u303f\uff00-\uffef"
+_CJK = WIDE
 _TOKEN_RE = re.compile(rf"[{_CJK}]|[^\W\d_{_CJK}]+|\d{{1,3}}|\S", re.UNICODE)
 _PATH = re.compile(r"(?<![\w/.:-])(?:~/|\.{1,2}/|/)?(?:[\w.@+-]+/)+[\w.@+-]*\.[A-Za-z0-9]{1,8}\b"
                    r"|(?<![\w/.-])[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|java|rb|c|h|cpp|md|json|toml|yaml|yml"
