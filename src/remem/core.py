@@ -214,12 +214,14 @@ class Remem:
 
     def turn_start(self, prompt: str, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                    project: str | None = None, budget: int | None = None,
-                   scope: Scope | None = None) -> dict[str, Any]:
+                   scope: Scope | None = None, session: str | None = None) -> dict[str, Any]:
         """The packet an agent receives before it answers ``prompt``: {"text", "items", ...}.
-        ``agent`` reads as that agent (its owners); ``project`` ranks that project's memories higher."""
+        ``agent`` reads as that agent (its owners); ``project`` ranks that project's memories higher
+        and brings its learned memories; ``session`` (the agent's session id) lets the project's core
+        facts come with a session's first prompt."""
         entry, ctx = self._recall_entries(), self.recall
         return entry.turn_start(ctx, prompt, self._read_as(owner, agent, scope), project=project,
-                                budget=int(budget or ctx.settings.token_budget))
+                                budget=int(budget or ctx.settings.token_budget), session=session)
 
     def sub_agent(self, task: str, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                   project: str | None = None, budget: int | None = None,
@@ -229,10 +231,12 @@ class Remem:
                                                 project=project, budget=budget)
 
     def repair(self, error: str, *, tool: str = "", owner: str | builtins.list[str] | None = None,
-               agent: str | None = None, budget: int | None = None, scope: Scope | None = None) -> dict[str, Any]:
-        """After repeated failures: past failures with the same error signature and what fixed them."""
+               agent: str | None = None, budget: int | None = None, scope: Scope | None = None,
+               project: str | None = None) -> dict[str, Any]:
+        """After repeated failures: the procedures learned for this error (with ``project``), then past
+        failures with the same error signature and what fixed them."""
         return self._recall_entries().repair(self.recall, error, self._read_as(owner, agent, scope), tool=tool,
-                                             budget=budget)
+                                             budget=budget, project=project)
 
     def resume(self, query: str, *, session: str | None = None, owner: str | builtins.list[str] | None = None,
                agent: str | None = None, budget: int | None = None, scope: Scope | None = None) -> dict[str, Any]:

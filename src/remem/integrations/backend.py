@@ -125,7 +125,7 @@ class Backend:
         except DaemonUnavailable:
             pass
         self.via = "local"
-        return self.mem.turn_start(prompt, agent=agent, project=project or None)
+        return self.mem.turn_start(prompt, agent=agent, project=project or None, session=session_id or None)
 
     def capture(self, turns: list[TurnIn]) -> list[dict[str, Any]]:
         if not turns:

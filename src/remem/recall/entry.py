@@ -22,7 +22,7 @@ from typing import Any
 from ..agent_text import safe
 from ..ingest.signatures import error_signatures
 from ..scope import Scope
-from . import gate
+from . import gate, learned
 from . import packet as pk
 from .config import PACKET, RecallConfig
 from .context import RecallContext
@@ -65,12 +65,18 @@ def _items(ctx: RecallContext, scope: Scope, ranked: Ranked, order: list[tuple[s
 
 
 def _packet(ctx: RecallContext, prompt: str, scope: Scope, *, entry: str, project: str | None, budget: int | None,
-            cfg: RecallConfig, now: float | None = None) -> dict[str, Any]:
+            cfg: RecallConfig, now: float | None = None, session: str | None = None) -> dict[str, Any]:
     d = DEFAULTS[entry]
     now = ctx.now() if now is None else now
     budget = pk.clamp_budget(budget or d["budget"])
     base = {"entry": entry, "budget": budget, "prompt": prompt}
     if not prompt.strip() or _TRIVIAL.match(prompt):
+        # no past turns for "ok" / "continue"; a fresh working state still answers "continue"
+        picked = learned.pick(ctx, prompt, scope, entry=entry, project=project, session=session, now=now) \
+            if prompt.strip() else []
+        if picked:
+            text, kept, tokens = pk.render([], budget=budget, now=now, learned=picked)
+            return {**base, "text": text, "items": kept, "tokens": tokens, "stats": {}}
         return {**base, "text": "", "items": [], "tokens": 0, "stats": {}, "skipped": "trivial prompt"}
     ranked = rank(ctx, prompt, scope, k=d["k"] * 2, cfg=cfg, now=now)
     order = [(t, s) for t, s in ranked.items if _relevant(ranked, t)]
@@ -87,9 +93,11 @@ def _packet(ctx: RecallContext, prompt: str, scope: Scope, *, entry: str, projec
         order = sorted(boosted, key=lambda x: -x[1])
     items = _distinct(_items(ctx, scope, ranked, order, rows))[: d["k"]]
     _attach_fixes(ctx, scope, items)
-    text, kept, tokens = pk.render(items, budget=budget, now=now)
-    if kept:
-        ctx.shown(scope, [i["id"] for i in kept], now)
+    picked = learned.pick(ctx, prompt, scope, entry=entry, project=project, session=session, now=now)
+    text, kept, tokens = pk.render(items, budget=budget, now=now, learned=picked)
+    turns = [i["id"] for i in kept if i.get("layer") == "L1"]
+    if turns:
+        ctx.shown(scope, turns, now)
     return {**base, "text": text, "items": kept, "tokens": tokens, "stats": ranked.stats()}
 
 
@@ -121,10 +129,12 @@ def _attach_fixes(ctx: RecallContext, scope: Scope, items: list[dict[str, Any]],
 
 
 def turn_start(ctx: RecallContext, prompt: str, scope: Scope, *, project: str | None = None,
-               budget: int = 2000, config: RecallConfig | None = None, now: float | None = None) -> dict[str, Any]:
-    """Before an agent answers ``prompt``: the packet of memories it should see."""
+               budget: int = 2000, config: RecallConfig | None = None, now: float | None = None,
+               session: str | None = None) -> dict[str, Any]:
+    """Before an agent answers ``prompt``: the packet of memories it should see (``session``: the
+    agent's session id, so the project's core facts come with its first prompt)."""
     return _packet(ctx, prompt, scope, entry="turn_start", project=project, budget=budget,
-                   cfg=config or PACKET, now=now)
+                   cfg=config or PACKET, now=now, session=session)
 
 
 def sub_agent(ctx: RecallContext, task: str, scope: Scope, *, project: str | None = None, budget: int | None = None,
@@ -135,7 +145,7 @@ def sub_agent(ctx: RecallContext, task: str, scope: Scope, *, project: str | Non
 
 
 def repair(ctx: RecallContext, error: str, scope: Scope, *, tool: str = "", budget: int | None = None,
-           now: float | None = None) -> dict[str, Any]:
+           now: float | None = None, project: str | None = None) -> dict[str, Any]:
     """After repeated failures: past failures with the same error signature and what fixed them."""
     now = ctx.now() if now is None else now
     budget = pk.clamp_budget(budget or DEFAULTS["repair"]["budget"])
@@ -150,7 +160,10 @@ def repair(ctx: RecallContext, error: str, scope: Scope, *, tool: str = "", budg
     score = {t: s for t, s in ranked.items}
     items = _items(ctx, scope, ranked, [(t, score.get(t, 1.0)) for t in order])
     _attach_fixes(ctx, scope, items, skip_shown=False)
-    text, kept, tokens = pk.render(items, budget=budget, now=now)
+    # the procedures learned for this error come first
+    picked = [m for m in learned.pick(ctx, error, scope, entry="repair", project=project, now=now)
+              if m.get("kind") == "procedure" or m.get("why") == "signature"]
+    text, kept, tokens = pk.render(items, budget=budget, now=now, learned=picked)
     return {"entry": "repair", "budget": budget, "signatures": sigs, "text": text, "items": kept,
             "tokens": tokens, "stats": ranked.stats()}
 

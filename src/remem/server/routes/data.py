@@ -32,6 +32,7 @@ class TurnStartBody(BaseModel):
     project: str | None = None
     owner: str | None = None
     budget: int | None = Field(None, ge=100, le=20_000)
+    session_id: str | None = Field(None, max_length=400)
 
 
 class ClearBody(BaseModel):
@@ -257,7 +258,7 @@ def doctor(mem: Mem, embedder: bool = False) -> dict[str, Any]:
 def turn_start(mem: Mem, body: TurnStartBody) -> dict[str, Any]:
     t0 = time.perf_counter()
     packet = mem.turn_start(body.prompt, owner=deps.owners(body.owner), agent=body.agent or None,
-                            project=body.project or None, budget=body.budget)
+                            project=body.project or None, budget=body.budget, session=body.session_id or None)
     packet = dict(packet)
     packet.setdefault("took_ms", round((time.perf_counter() - t0) * 1000, 2))
     return packet
