@@ -148,7 +148,9 @@ class Remem:
             raise StoreError("this remem handle is read-only")
         res = persist(self.store, turns, max_bytes=int(self.config.get("ingest.max_turn_bytes")),
                       max_tool_output=int(self.config.get("ingest.max_tool_output")), live=live,
-                      defer_index=defer_index, revive=revive, preserve=preserve, fallback_ts=fallback_ts)
+                      defer_index=defer_index, revive=revive, preserve=preserve, fallback_ts=fallback_ts,
+                      learn_after=float(self.config.get("learn.delay_seconds"))
+                      if self.config.get("learn.enabled") else None)
         if self._access:
             self.flush_access(wait=False)  # this connection just wrote: the lock is likely free
         return res
