@@ -30,7 +30,7 @@ def test_store_has_no_web_or_model_imports():
 
 def test_light_modules_import_without_numpy():
     code = ("import sys; import remem.model, remem.scope, remem.agents, remem.ingest.redact, "
-            "remem.index.text, remem.store; "
+            "remem.text.segment, remem.store; "
             "assert 'numpy' not in sys.modules, 'numpy imported'; assert 'jieba' not in sys.modules")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -175,10 +175,10 @@ def test_the_hook_path_imports_neither_pydantic_nor_yaml(mem, remem_home):
 
 
 def test_one_cjk_range():
-    """The CJK range is defined once (remem/cjk.py); everything else imports it."""
+    """The CJK range is defined once (remem/text/cjk.py); everything else imports it."""
     defined = [f.relative_to(SRC).as_posix() for f in SRC.rglob("*.py")
                if f.name != "cjk.py" and re.search(r"\\u4e00|\\u3400|\\u9fff|\u4e00-", f.read_text(encoding="utf-8"))]
-    assert not defined, f"a CJK range outside remem/cjk.py: {defined}"
+    assert not defined, f"a CJK range outside remem/text/cjk.py: {defined}"
 
 
 def _absolute_imports(path: Path, package: str) -> list[tuple[int, str]]:

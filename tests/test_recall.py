@@ -186,7 +186,7 @@ def test_recall_cli_prints_the_packet(store, cli):
 
 @pytest.mark.parametrize("approx", [False, True], ids=["exact", "sign-sketch"])
 def test_vector_index_is_incremental_scoped_and_forgets(mem, monkeypatch, approx):
-    from remem.index import vectors
+    from remem.recall import vectors
     from remem.store.sqlite.db import transaction
     from remem.store.sqlite.vectors import put_many
 

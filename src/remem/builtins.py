@@ -22,7 +22,7 @@ def register_sources(register: Register) -> None:
 
 @hookimpl
 def register_embedders(register: Register) -> None:
-    from .index.embed import BUILTIN
+    from .embed.embedders import BUILTIN
 
     for name, factory in BUILTIN.items():
         register(name, factory)

@@ -338,7 +338,7 @@ class Remem:
         made = False
         with self._lock:
             if self._embedder is None and not self._embedder_error:
-                from .index.embed import get_embedder
+                from .embed.embedders import get_embedder
 
                 name = str(self.config.get("embedding.model"))
                 opts: dict[str, Any] = {}
@@ -380,7 +380,7 @@ class Remem:
 
     def embedder_status(self) -> dict[str, Any]:
         """What is configured, what is loaded (without loading it), and what waits for vectors."""
-        from .index.worker import backlog
+        from .embed.worker import backlog
 
         loaded = self._embedder
         model_id = getattr(loaded, "model_id", None) if loaded is not None else None
@@ -396,7 +396,7 @@ class Remem:
 
     @property
     def embed_rate_file(self) -> Path:
-        from .index.worker import RATE_FILE
+        from .embed.worker import RATE_FILE
 
         return self.home / RATE_FILE
 

@@ -169,7 +169,7 @@ def run(data: str, *, config: str = "default", model: str | None = None, limit: 
         home: str | None = None, progress: Callable[[str], None] | None = None,
         sets: dict[str, Any] | None = None) -> dict[str, Any]:
     from remem.core import Remem
-    from remem.index.embed import DEFAULT_EMBEDDER
+    from remem.embed.embedders import DEFAULT_EMBEDDER
     from remem.recall.config import preset
     from remem.recall.search import search, search_sessions
     from remem.scope import Scope

@@ -102,7 +102,7 @@ def ingest(mem: Any, e: dict[str, Any], project: str, user_only: bool) -> None:
 def run(data: str, *, config: str = "default", model: str | None = None, limit: int | None = None,
         home: str | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     from remem.core import Remem
-    from remem.index.embed import DEFAULT_EMBEDDER
+    from remem.embed.embedders import DEFAULT_EMBEDDER
     from remem.recall.config import preset
     from remem.recall.search import search_sessions
     from remem.scope import Scope

@@ -369,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     mem, ids, coding = build(args.home or tmp.name, convs, say)  # type: ignore[union-attr]
     try:
-        from remem.index.embed import related_margin
+        from remem.embed.embedders import related_margin
         from remem.recall.config import PACKET
 
         res: dict[str, Any] = {"calibration": calibrate(mem, convs, ids)}

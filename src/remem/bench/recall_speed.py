@@ -312,7 +312,7 @@ def estimate(points: list[dict[str, Any]], n: int) -> dict[str, Any]:
 
 
 def resolve_model(model: str | None) -> str:
-    from remem.index.embed import DEFAULT_EMBEDDER
+    from remem.embed.embedders import DEFAULT_EMBEDDER
 
     model = model or os.environ.get("REMEM_EMBEDDING_MODEL") or DEFAULT_EMBEDDER
     return DEFAULT_EMBEDDER if model == "default" else model

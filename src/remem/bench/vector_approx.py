@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How much of the exact vector top-k the sign-sketch pre-selection keeps, on real vectors.
 
-Large scopes (``remem.index.vectors.APPROX_FROM`` rows and up) score only the candidates
+Large scopes (``remem.recall.vectors.APPROX_FROM`` rows and up) score only the candidates
 nearest the query by the Hamming distance of their centred sign bits. This measures the
 share of the exact top 10 / top 100 that survives, for several candidate counts, on the
 vectors of an existing store (your own ``$REMEM_HOME/remem.db``, or the one
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from remem.index import vectors
+from remem.recall import vectors
 from remem.scope import Scope
 from remem.store import open_store
 

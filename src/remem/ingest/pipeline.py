@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..agents import canonical_agent
-from ..index.entities import extract, turn_text
-from ..index.text import cjk_index_text
 from ..model import STATUSES, ToolCall, TurnIn
 from ..store.rows import TurnRow
+from ..text.entities import extract, turn_text
+from ..text.segment import cjk_index_text
 from .deferred import index_rows
 from .normalize import InputError, clean_text, norm_request, sha, strip_injected
 from .redact import redact

@@ -225,7 +225,7 @@ def vector_channels(ctx: RecallContext, q: Query, scope: Scope, cfg: RecallConfi
     vec, model, reason = query_vector(ctx, q, cache)
     if vec is None:
         return {n: Channel(n, available=False, reason=reason) for n in names}
-    from ..index.embed import related_margin
+    from ..embed.embedders import related_margin
 
     ready = []
     for name in names:

@@ -19,7 +19,7 @@ from ..store.protocols import Candidates, EntityLookups, RecallStore, TextIndex
 from . import okapi
 
 if TYPE_CHECKING:
-    from ..index.vectors import VectorIndexes
+    from ..recall.vectors import VectorIndexes
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,7 @@ class RecallContext:
     def vectors(self) -> VectorIndexes:
         """The in-memory vector indexes over ``store.vectors`` (numpy: loaded on the first vector search)."""
         if self._vectors is None:
-            from ..index.vectors import VectorIndexes
+            from ..recall.vectors import VectorIndexes
 
             self._vectors = VectorIndexes(self.store.vectors)
         return self._vectors

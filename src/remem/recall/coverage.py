@@ -25,7 +25,7 @@ import re
 from functools import lru_cache
 from importlib import resources
 
-from ..cjk import CHAR as CJK
+from ..text.cjk import CHAR as CJK
 from .query import Query
 
 TOKEN = re.compile(r"[^\W_]+")  # what unicode61 keeps as one token: letters and digits

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..agent_text import indent_lines, safe
-from ..cjk import WIDE
+from ..text.cjk import WIDE
 
 OPEN = "<remem_memory_context>"
 CLOSE = "</remem_memory_context>"

@@ -11,10 +11,10 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from ..index import entities as ent
-from ..index.text import CJK_RUN, WORD, bigrams, has_cjk
 from ..ingest.signatures import error_signatures
 from ..store.protocols import TextQuery, TextTerm
+from ..text import entities as ent
+from ..text.segment import CJK_RUN, WORD, bigrams, has_cjk
 
 # Function words and question words: they match everything and carry no topic.
 STOP = frozenset(
@@ -71,7 +71,7 @@ def cjk_words(runs: list[str]) -> list[str]:
     """Words of two or more CJK characters (jieba search mode), falling back to bigrams."""
     if not runs:
         return []
-    from ..index.text import _jieba
+    from ..text.segment import _jieba
 
     jb = _jieba()
     out: list[str] = []

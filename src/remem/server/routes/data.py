@@ -117,7 +117,7 @@ def clear_all(mem: Mem, state: State, body: ClearBody | None = None) -> dict[str
 
 @router.get("/config", summary="Every setting with its effective value")
 def get_config(mem: Mem) -> dict[str, Any]:
-    from ...index.embed import EMBEDDERS
+    from ...embed.embedders import EMBEDDERS
 
     env = sorted(k for k, v in configmod.ENV_KEYS.items() if os.environ.get(k))
     names = ["default", *sorted(n for n in EMBEDDERS if n != "default")]

@@ -61,7 +61,7 @@ def stats(db: sqlite3.Connection) -> dict[str, Any]:
 
 @guarded
 class SqliteVectors:
-    """``store.vectors`` of the SQLite engine. Read side: what an in-memory vector index (index/vectors.py)
+    """``store.vectors`` of the SQLite engine. Read side: what an in-memory vector index (recall/vectors.py)
     needs to load and follow the embeddings table; it must apply the scope to every result it returns."""
 
     def __init__(self, store: SqliteStore) -> None:

@@ -21,7 +21,7 @@ import json
 import re
 from typing import Any
 
-from ..cjk import WIDE
+from ..text.cjk import WIDE
 
 #: the request's budget (LoCoMo's longest turn has 444 characters)
 REQUEST_BUDGET = 480

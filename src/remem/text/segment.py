@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..cjk import CHAR as _HAS_CJK
-from ..cjk import LETTERS as _CJK
-from ..cjk import RUN as CJK_RUN
+from .cjk import CHAR as _HAS_CJK
+from .cjk import LETTERS as _CJK
+from .cjk import RUN as CJK_RUN
 
 # words: letters/digits/underscore runs that are not CJK
 WORD = re.compile(rf"[^\W{_CJK}]+", re.UNICODE)
