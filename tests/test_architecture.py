@@ -30,7 +30,7 @@ def test_store_has_no_web_or_model_imports():
 
 def test_light_modules_import_without_numpy():
     code = ("import sys; import remem.model, remem.scope, remem.agents, remem.ingest.redact, "
-            "remem.index.text, remem.store; "
+            "remem.text.segment, remem.store; "
             "assert 'numpy' not in sys.modules, 'numpy imported'; assert 'jieba' not in sys.modules")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -71,17 +71,6 @@ def _sql_uses(path: Path) -> list[str]:
     return found
 
 
-# Files that still hold SQL while issue 14 moves it behind the store protocols. Remove a file's line
-# in the commit that makes it clean (the test fails on a clean file still listed); the list ends empty.
-PENDING = {
-    "bench/packet_gate.py",
-    "bench/recall_speed.py",
-    "bench/vector_approx.py",
-    "index/vectors.py",
-    "recall/channels.py",
-}
-
-
 def test_no_sql_outside_the_store():
     offenders = {}
     for f in sorted(SRC.rglob("*.py")):
@@ -91,11 +80,8 @@ def test_no_sql_outside_the_store():
         uses = _sql_uses(f)
         if uses:
             offenders[rel] = uses[:3]
-    new = {k: v for k, v in offenders.items() if k not in PENDING}
-    assert not new, "SQL outside store/ (move it behind a store protocol):\n" + "\n".join(
-        f"  {k}: {v}" for k, v in new.items())
-    clean = sorted(PENDING - set(offenders))
-    assert not clean, f"no SQL left in {clean}: remove them from PENDING"
+    assert not offenders, "SQL outside store/ (move it behind a store protocol):\n" + "\n".join(
+        f"  {k}: {v}" for k, v in offenders.items())
 
 
 # -- the plugin contract -----------------------------------------------------------------------
@@ -186,3 +172,36 @@ def test_the_hook_path_imports_neither_pydantic_nor_yaml(mem, remem_home):
         assert "UserPromptSubmit kind=turn_start via=daemon" in log and "budget=18s" in log, log
     finally:
         daemon.srv.shutdown()
+
+
+def test_one_cjk_range():
+    """The CJK range is defined once (remem/text/cjk.py); everything else imports it."""
+    defined = [f.relative_to(SRC).as_posix() for f in SRC.rglob("*.py")
+               if f.name != "cjk.py" and re.search(r"\\u4e00|\\u3400|\\u9fff|\u4e00-", f.read_text(encoding="utf-8"))]
+    assert not defined, f"a CJK range outside remem/text/cjk.py: {defined}"
+
+
+def _absolute_imports(path: Path, package: str) -> list[tuple[int, str]]:
+    """(line, module) of every import in ``path`` (a module of ``package``), relative ones resolved,
+    ``from X import y`` also as ``X.y``; inside functions too."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            if node.level:
+                base = base[: len(base) - node.level + 1]
+            mod = ".".join(base + ([node.module] if node.module else [])) if node.level else (node.module or "")
+            out += [(node.lineno, mod)] + [(node.lineno, f"{mod}.{a.name}") for a in node.names]
+    return out
+
+
+def test_recall_imports_nothing_of_the_facade():
+    """recall/ runs on a RecallContext: it never imports remem.core (the façade Remem), at the top or
+    lazily inside a function, and never names Remem."""
+    for f in sorted((SRC / "recall").rglob("*.py")):
+        for line, mod in _absolute_imports(f, "remem.recall"):
+            assert mod != "remem.core" and not mod.startswith("remem.core."), \
+                f"recall/{f.name} line {line} imports the façade ({mod})"
+        assert not re.search(r"\bRemem\b", f.read_text(encoding="utf-8")), f"recall/{f.name} names Remem"

@@ -29,7 +29,7 @@ def _raise_bug(*_a, **_k):
 
 def test_every_intentional_error_class_derives_from_the_root():
     from remem.config import ConfigError
-    from remem.index.embed import EmbedderError, EmbedderUnavailable
+    from remem.embed.embedders import EmbedderError, EmbedderUnavailable
     from remem.ingest.normalize import InputError
     from remem.integrations.client import DaemonUnavailable, EndpointMissing
     from remem.integrations.installers.common import InstallError

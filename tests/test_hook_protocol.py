@@ -168,15 +168,15 @@ def test_hook_process_stays_light(tmp_path, seeded):
         "main()\n"
         "bad = sorted({'jieba', 'fastapi', 'uvicorn', 'click', 'starlette', 'pydantic', 'pluggy', 'yaml'} & set(sys.modules))\n"
         "assert not bad, bad\n"
-        "assert not any(m.startswith('remem.index.embed') or m.startswith('remem.server') for m in sys.modules)\n"
-        "print('NUMPY_VIA_VECTORS' if 'remem.index.vectors' in sys.modules else '', 'numpy' in sys.modules)\n"
+        "assert not any(m.startswith('remem.embed.embedders') or m.startswith('remem.server') for m in sys.modules)\n"
+        "print('NUMPY_VIA_VECTORS' if 'remem.recall.vectors' in sys.modules else '', 'numpy' in sys.modules)\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, env={**os.environ, "REMEM_PORT": "9"})
     assert r.returncode == 0, r.stderr.decode()
     assert b"remem_memory_context" in r.stdout
     last = r.stdout.decode().strip().splitlines()[-1]
     if last == "NUMPY_VIA_VECTORS True":
-        pytest.xfail("recall/channels.py imports remem.index.vectors (numpy) before it checks that embeddings "
+        pytest.xfail("recall/channels.py imports remem.recall.vectors (numpy) before it checks that embeddings "
                      "are disabled; the hook disables them, so moving that import below the check fixes this")
     assert last.endswith("False"), last          # numpy never imported
 

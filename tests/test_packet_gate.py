@@ -68,9 +68,9 @@ def vector_only(packet):
 def test_unrelated_prompts_get_no_vector_only_memories(coding, prompt):
     mem, _ = coding
     scope = Scope.of("dev")
-    before = turn_start(mem, prompt, scope, config=PACKET.with_(vector_related=False, min_vector_sim=0.3))
+    before = turn_start(mem.recall, prompt, scope, config=PACKET.with_(vector_related=False, min_vector_sim=0.3))
     assert vector_only(before), "the old fixed cosine let the nearest memories in"
-    got = turn_start(mem, prompt, scope)
+    got = turn_start(mem.recall, prompt, scope)
     assert vector_only(got) == []
     assert "nothing close enough" in got["stats"]["vector"].get("reason", "") or not got["stats"]["vector"]["hits"]
 
@@ -78,7 +78,7 @@ def test_unrelated_prompts_get_no_vector_only_memories(coding, prompt):
 @pytest.mark.parametrize("prompt,target", RELATED)
 def test_related_prompts_keep_their_memory_through_the_vector(coding, prompt, target):
     mem, ids = coding
-    got = turn_start(mem, prompt, Scope.of("dev"))
+    got = turn_start(mem.recall, prompt, Scope.of("dev"))
     item = {i["id"]: i for i in got["items"]}.get(ids[target])
     assert item is not None and "vector" in item["details"]["channels"], got["text"]
 
@@ -87,11 +87,11 @@ def test_the_baseline_is_the_readers_own_memories(coding):
     """Another owner's memories neither join the packet nor move the baseline."""
     mem, ids = coding
     prompt, target = RELATED[0]
-    alone = turn_start(mem, prompt, Scope.of("dev"))
+    alone = turn_start(mem.recall, prompt, Scope.of("dev"))
     mem.add_turns([TurnIn(request=f"payment events charged twice note {i}", owner="other", agent="codex",
                           session_id="x") for i in range(20)])
     mem.embed_pending()
-    again = turn_start(mem, prompt, Scope.of("dev"))
+    again = turn_start(mem.recall, prompt, Scope.of("dev"))
     assert [i["id"] for i in again["items"]] == [i["id"] for i in alone["items"]]
     assert all(i["owner"] == "dev" for i in again["items"])
 
@@ -153,10 +153,10 @@ def test_packets_drop_turns_found_by_one_common_word(mem):
     mem.config.override("embedding.enabled", False)  # words alone: the vector gate has its own tests
     scope = mem.scope()
     prompt = "set up a Kubernetes horizontal pod autoscaler"
-    before = turn_start(mem, prompt, scope, config=PACKET.with_(min_coverage=0.0))
+    before = turn_start(mem.recall, prompt, scope, config=PACKET.with_(min_coverage=0.0))
     assert any(i["request"].startswith("Set up") for i in before["items"]), "the words found them"
-    assert turn_start(mem, prompt, scope)["items"] == []
-    kept = turn_start(mem, "which linters does pre-commit run, ruff?", scope)["items"]
+    assert turn_start(mem.recall, prompt, scope)["items"] == []
+    kept = turn_start(mem.recall, "which linters does pre-commit run, ruff?", scope)["items"]
     assert kept and kept[0]["request"].startswith("Set up pre-commit")
     assert kept[0]["details"]["evidence"]["coverage"] >= PACKET.min_coverage
 
@@ -168,7 +168,7 @@ def test_the_same_text_from_several_agents_is_shown_once(mem):
                   + [TurnIn(request=same[0], reply="Added --since to sync (src/cli.py).", owner="default",
                             agent="codex", project="app", session_id="c")])
     mem.config.override("embedding.enabled", False)
-    got = turn_start(mem, "add a since flag to sync", mem.scope())
+    got = turn_start(mem.recall, "add a since flag to sync", mem.scope())
     texts = [(i["request"], i["reply"]) for i in got["items"]]
     assert len(texts) == len(set(texts)) == 2  # the codex turn says more: it stays
     first = got["items"][0]

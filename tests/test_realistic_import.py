@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import run_cli
 from remem.bench.realistic import describe, write_real_history
-from remem.index.entities import MAX_PER_TURN, extract, turn_text
+from remem.text.entities import MAX_PER_TURN, extract, turn_text
 
 
 def test_generated_history_has_real_shapes() -> None:

@@ -23,8 +23,11 @@ NOW = time.mktime((2025, 6, 15, 12, 0, 0, 0, 0, -1))
                                   "(((", "AND OR NOT", "\x00", "数据\"库"])
 def test_hostile_query_text_never_breaks_fts(mem, text):
     mem.add("a memory about NEAR and DROP TABLE and 数据库", agent="codex")
+    from remem.store.sqlite.text import match_expression
+
     q = query.build(text)
-    for part in q.fts.split(" OR ") if q.fts else []:
+    expr = match_expression(query.text_query(q))
+    for part in expr.split(" OR ") if expr else []:
         assert part.startswith('"') or part.startswith("cjk : ")
     mem.search(text, k=5)  # must not raise
     assert mem.stats()["turns"] == 1
@@ -43,8 +46,10 @@ def test_query_parts():
 
 
 def test_two_character_chinese_words_are_terms():
+    from remem.store.sqlite.text import match_expression
+
     q = query.build("数据")
-    assert 'cjk : "数据"' in q.fts
+    assert 'cjk : "数据"' in match_expression(query.text_query(q))
 
 
 @pytest.mark.parametrize("text,label,days", [
@@ -97,7 +102,7 @@ def test_search_explain_shape(store):
 def test_each_channel_finds_its_kind(store):
     sc = store.scope()
     def found(q, channel):
-        r = rank(store, q, sc, k=10, now=NOW)
+        r = rank(store.recall, q, sc, k=10, now=NOW)
         return {t for t, _ in r.items if channel in r.details[t]["channels"]}, r
     ids, _ = found("ModuleNotFoundError: No module named 'yaml'", "structural")
     assert len(ids) == 1
@@ -113,7 +118,7 @@ def test_each_channel_finds_its_kind(store):
 
 def test_unavailable_channel_is_reported_not_raised(mem):
     mem.add("a memory", agent="codex")
-    r = rank(mem, "a memory", mem.scope(), k=5)  # nothing embedded yet
+    r = rank(mem.recall, "a memory", mem.scope(), k=5)  # nothing embedded yet
     assert r.channels["vector"].available is False and "embeddings" in r.channels["vector"].reason
     assert r.items
 
@@ -124,17 +129,17 @@ def test_embedder_missing_is_reported(remem_home, monkeypatch):
     monkeypatch.setenv("REMEM_EMBEDDING_MODEL", "no-such-model")
     m = remem.open()
     m.add("hello world", agent="codex")
-    r = rank(m, "hello world", m.scope(), k=5)
+    r = rank(m.recall, "hello world", m.scope(), k=5)
     assert r.channels["vector"].available is False and "unavailable" in r.channels["vector"].reason
     assert r.items
     m.close()
 
 
 def test_neighbours_and_sessions_are_evidence(store):
-    r = rank(store, "ModuleNotFoundError yaml importer", store.scope(), k=10, now=NOW)
+    r = rank(store.recall, "ModuleNotFoundError yaml importer", store.scope(), k=10, now=NOW)
     fix = [t for t, _ in r.items if "neighbour" in r.details[t].get("evidence", {})]
     assert fix  # the turn after the failure rose as its neighbour
-    sessions = search_sessions(store, "importer yaml dependency", store.scope(), k=3)
+    sessions = search_sessions(store.recall, "importer yaml dependency", store.scope(), k=3)
     assert sessions[0]["session_id"] == "s1" and sessions[0]["best_turn"]
 
 
@@ -148,20 +153,20 @@ def test_turn_start_packet(store):
 
 
 def test_repair_shows_the_fix(store):
-    res = entry.repair(store, "ModuleNotFoundError: No module named 'yaml'", store.scope(), now=NOW)
+    res = entry.repair(store.recall, "ModuleNotFoundError: No module named 'yaml'", store.scope(), now=NOW)
     assert res["items"][0]["status"] == "failed"
     assert "fixed by" in res["text"] and "pyyaml" in res["text"]
 
 
 def test_resume_candidates_then_episode(store):
-    res = entry.resume(store, "importer yaml", store.scope(), now=NOW)
+    res = entry.resume(store.recall, "importer yaml", store.scope(), now=NOW)
     assert res["items"] and res["items"][0]["session_id"] == "s1"
-    full = entry.resume(store, "", store.scope(), session=res["items"][0]["session"], now=NOW)
+    full = entry.resume(store.recall, "", store.scope(), session=res["items"][0]["session"], now=NOW)
     assert full["turns"] == 2 and "install the missing dependency" in full["text"]
 
 
 def test_bm25_reference_preset_is_plain(store):
-    hits = search(store, "config", store.scope(), k=5, explain=True, config=preset("bm25-reference"))
+    hits = search(store.recall, "config", store.scope(), k=5, explain=True, config=preset("bm25-reference"))
     assert hits and all(set(h["details"]["channels"]) == {"bm25"} for h in hits)
     assert all(not h["details"]["boosts"] for h in hits)
 
@@ -181,7 +186,7 @@ def test_recall_cli_prints_the_packet(store, cli):
 
 @pytest.mark.parametrize("approx", [False, True], ids=["exact", "sign-sketch"])
 def test_vector_index_is_incremental_scoped_and_forgets(mem, monkeypatch, approx):
-    from remem.index import vectors
+    from remem.recall import vectors
     from remem.store.sqlite.db import transaction
     from remem.store.sqlite.vectors import put_many
 
@@ -197,20 +202,21 @@ def test_vector_index_is_incremental_scoped_and_forgets(mem, monkeypatch, approx
     put("t_a", "alice", "p1", [1, 0, 0, 0])
     put("t_b", "bob", "p1", [1, 0.1, 0, 0])
     q = np.array([1, 0, 0, 0], dtype=np.float32)
-    hits = vectors.search(mem.db, Scope.of("alice"), q, "test:4", "summary", 10)
+    vx = mem.recall.vectors
+    hits = vx.search(Scope.of("alice"), q, "test:4", "summary", 10)
     assert [h[0] for h in hits] == ["t_a"]
     time.sleep(0.01)
     put("t_c", "alice", "p2", [0.9, 0.1, 0, 0])
-    assert [h[0] for h in vectors.search(mem.db, Scope.of("alice"), q, "test:4", "summary", 10)] == ["t_a", "t_c"]
-    assert [h[0] for h in vectors.search(mem.db, Scope.of("alice", project="p2"), q, "test:4", "summary", 10)] == [
+    assert [h[0] for h in vx.search(Scope.of("alice"), q, "test:4", "summary", 10)] == ["t_a", "t_c"]
+    assert [h[0] for h in vx.search(Scope.of("alice", project="p2"), q, "test:4", "summary", 10)] == [
         "t_c"]
     time.sleep(0.01)
     put("t_a", "alice", "p1", [0, 1, 0, 0])        # re-embedded: the new vector counts
-    assert vectors.search(mem.db, Scope.of("alice"), q, "test:4", "summary", 1)[0][0] == "t_c"
+    assert vx.search(Scope.of("alice"), q, "test:4", "summary", 1)[0][0] == "t_c"
     with transaction(mem.db):
         mem.db.execute("DELETE FROM embeddings WHERE row_id = 't_c'")
-    assert [h[0] for h in vectors.search(mem.db, Scope.of("alice"), q, "test:4", "summary", 10)] == ["t_a"]
-    idx = vectors.get_index(mem.db, "test:4", "summary", 4)
+    assert [h[0] for h in vx.search(Scope.of("alice"), q, "test:4", "summary", 10)] == ["t_a"]
+    idx = vx.get("test:4", "summary", 4)
     assert len(idx) == 2 and idx.memory_bytes()["raw_vector_bytes"] == 2 * 4 * 4
     assert (idx.center is not None) == approx
 
@@ -263,17 +269,17 @@ def test_session_corpus_answers_from_its_last_build_while_a_few_new_turns_rebuil
                    project="big", session_id=f"s{i // 10}") for i in range(okapi.STALE_FROM + 20)]
     mem.add_turns(many)
     sc = Scope.of("default", project="big")
-    first = scope_corpus(mem.db, sc)
+    first = scope_corpus(mem.recall, sc)
     assert first is not None and len(first.ids) == len(many)
     [new] = mem.add_turns([TurnIn(request="a fresh zebrafish turn", reply="ok", owner="default", agent="codex",
                                   project="big", session_id="s-new")]).results
-    assert scope_corpus(mem.db, sc) is first          # answered at once from the previous build
+    assert scope_corpus(mem.recall, sc) is first          # answered at once from the previous build
     deadline = time.monotonic() + 30
-    while (cur := scope_corpus(mem.db, sc)) is first and time.monotonic() < deadline:
+    while (cur := scope_corpus(mem.recall, sc)) is first and time.monotonic() < deadline:
         time.sleep(0.02)
     assert cur is not None and new.id in cur.ids      # the background rebuild landed
     mem.forget(ids=[new.id])
-    after = scope_corpus(mem.db, sc)
+    after = scope_corpus(mem.recall, sc)
     assert after is not None and new.id not in after.ids   # deletions never served from a stale build
 
 
@@ -286,7 +292,7 @@ def test_long_prompt_embeds_its_opening_and_close_only(mem, monkeypatch):
     seen = []
     real = emb.embed_query
     monkeypatch.setattr(emb, "embed_query", lambda text: seen.append(text) or real(text))
-    channels._QVEC.clear()
+    mem.recall.query_vectors.clear()
     prompt = "why does the deploy fail " + "with a very long pasted log line " * 200 + "on staging today?"
     mem.search(prompt, k=3)
     head, tail = channels.QUERY_EMBED_TOKENS
@@ -309,31 +315,35 @@ def test_head_and_tail_counts_tokens_honestly():
 def test_bm25_ranks_first_then_checks_scope_and_equals_the_join(mem, monkeypatch):
     """The cheap path (rank the matches, then check the scope of the best few) returns exactly
     what joining every match with its turn returns, and learns when a scope is too small for it."""
-    from remem.recall import channels
 
     mem.add_turns([TurnIn(request=f"kiwi orchard note {i}" + " kiwi" * (i % 4), owner="big", agent="codex",
                           source_key=f"b{i}") for i in range(120)]
                   + [TurnIn(request=f"kiwi harvest plan {i}", owner="small", agent="codex", source_key=f"s{i}")
                      for i in range(4)])
-    channels._IN_SCOPE.clear()
+    from remem.store.protocols import TextQuery, TextTerm
+    from remem.store.sqlite import text as textmod
+
+    text = mem.store.text
+    text.forget()
     calls = []
-    real = channels._fts_first
-    monkeypatch.setattr(channels, "_fts_first", lambda *a: calls.append(real(*a)) or calls[-1])
+    real = text._fts_first
+    monkeypatch.setattr(text, "_fts_first", lambda *a: calls.append(real(*a)) or calls[-1])
+    kiwi = TextQuery((TextTerm("kiwi"),))
 
     def joined(scope, limit):
         with monkeypatch.context() as m:
-            m.setattr(channels, "_fts_first", lambda *a: None)
-            return channels.fts(mem.db, scope, '"kiwi"', limit)
+            m.setattr(text, "_fts_first", lambda *a: None)
+            return text.search_words(scope, kiwi, limit)
 
     big, small = Scope.of("big"), Scope.of("small")
-    assert channels.fts(mem.db, big, '"kiwi"', 10) == joined(big, 10) and calls[-1] is not None
-    got = channels.fts(mem.db, small, '"kiwi"', 3)
+    assert text.search_words(big, kiwi, 10) == joined(big, 10) and calls[-1] is not None
+    got = text.search_words(small, kiwi, 3)
     assert got == joined(small, 3) and len(got) == 3
     assert calls[-1] is None  # the best matches overall were the other owner's: it fell back to the join
     assert all(t in {r[0] for r in mem.db.execute("SELECT id FROM turns WHERE owner='small'")} for t, _ in got)
     n = len(calls)
-    assert channels.fts(mem.db, small, '"kiwi"', 3) == got and calls[-1] is None and len(calls) == n + 1
-    assert channels._IN_SCOPE[(channels.db_path(mem.db), small)] < channels.FTS_FIRST_SHARE
+    assert text.search_words(small, kiwi, 3) == got and calls[-1] is None and len(calls) == n + 1
+    assert text._in_scope[small] < textmod.FTS_FIRST_SHARE
 
 
 def test_large_store_word_query_keeps_rare_words_within_a_budget(mem, monkeypatch):
@@ -345,8 +355,11 @@ def test_large_store_word_query_keeps_rare_words_within_a_budget(mem, monkeypatc
                           agent="codex", source_key=f"w{i}") for i in range(40)])
     monkeypatch.setattr(channels, "PRUNE_FROM", 10)
 
+    from remem.store.sqlite.text import match_expression
+
     def expr(text):
-        return channels.word_query(query.build(text), DEFAULT, mem.db)
+        tq, common = channels.word_query(query.build(text), DEFAULT, mem.store.text)
+        return match_expression(tq), common
 
     # "joined" is in every turn (over COMMON_DF), "nosuchword" in none: both left out
     assert expr("joined pairword zq5 nosuchword") == ('"pairword" OR "zq5"', False)
@@ -414,21 +427,23 @@ def test_error_time_migration_backfills(tmp_path):
 def test_turn_count_is_exact_when_small_and_not_recounted_after_every_write_when_large(mem, monkeypatch):
     from remem.store.sqlite import entities
 
+    ents = mem.store.entities
+
     def add(n, tag):
         mem.add_turns([TurnIn(request=f"note {tag} {i}", owner="default", agent="codex", session_id=f"{tag}{i % 2}",
                               source_key=f"{tag}{i}") for i in range(n)])
 
     monkeypatch.setattr(entities, "EXACT_UP_TO", 5)
     add(3, "a")
-    assert entities.turn_count(mem.db, mem.scope()) == 3
+    assert ents.turn_count(mem.scope()) == 3
     add(1, "b")
-    assert entities.turn_count(mem.db, mem.scope()) == 4          # small: exact after every write
+    assert ents.turn_count(mem.scope()) == 4          # small: exact after every write
     add(6, "c")
-    assert entities.turn_count(mem.db, mem.scope()) == 10         # large: from the sessions' counts
+    assert ents.turn_count(mem.scope()) == 10         # large: from the sessions' counts
     add(4, "d")
-    assert entities.turn_count(mem.db, mem.scope()) == 10         # … not recounted for every new turn
+    assert ents.turn_count(mem.scope()) == 10         # … not recounted for every new turn
     monkeypatch.setattr(entities, "SESSIONS_TTL", 0.0)
-    assert entities.turn_count(mem.db, mem.scope()) == 14         # … but once the cache has aged
+    assert ents.turn_count(mem.scope()) == 14         # … but once the cache has aged
 
 
 def test_substring_channel_keeps_to_what_bm25_cannot_see_in_bigger_stores(mem, monkeypatch):
@@ -441,7 +456,7 @@ def test_substring_channel_keeps_to_what_bm25_cannot_see_in_bigger_stores(mem, m
     mem.index_pending(embed=False)
 
     def chan(text):
-        return channels.ch_substring(mem, query.build(text), mem.scope(), DEFAULT)
+        return channels.ch_substring(mem.recall, query.build(text), mem.scope(), DEFAULT)
 
     assert chan("settings module").hits                         # a small store: every long word
     monkeypatch.setattr(channels, "SUBSTRING_FROM", 5)

@@ -59,11 +59,11 @@ def test_a_topical_store_gets_its_memories(mem, n):
     mem.add_turns(topical(n))
     mem.config.override("embedding.enabled", False)  # words alone: what a fresh `remem add` has
     scope = mem.scope()
-    got = turn_start(mem, PROMPT, scope)
+    got = turn_start(mem.recall, PROMPT, scope)
     assert got["items"], f"{n} memories about the staging kubeconfig, none recalled"
     assert all("kubeconfig" in (i["request"] + i["reply"]).lower() for i in got["items"])
     for prompt in UNRELATED:
-        assert turn_start(mem, prompt, scope)["items"] == []
+        assert turn_start(mem.recall, prompt, scope)["items"] == []
 
 
 def test_topical_store_through_the_cli(cli):
@@ -173,7 +173,7 @@ def test_search_has_a_floor(tmp_path, cli):
         r = cli("search", "how do we deploy", "--json", env=env)
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["results"] == [], r.stdout.decode()
-        got = search(mem, "dark mode toggle", mem.scope(), explain=True)  # what the store is about: found
+        got = search(mem.recall, "dark mode toggle", mem.scope(), explain=True)  # what the store is about: found
         assert got and got[0]["text"].startswith("Add a dark mode toggle") and got[0]["details"]["reasons"]
     finally:
         mem.close()
@@ -182,7 +182,7 @@ def test_search_has_a_floor(tmp_path, cli):
 def test_repair_keeps_to_the_error(mem, cli):
     """repair gave 5 items for an AssertionError, 4 of them unrelated (a decorator tutorial, Lorem ipsum)."""
     blog(mem)
-    got = repair(mem, "AssertionError: expected 3 retries, got 2 in test_retry_backoff", mem.scope())
+    got = repair(mem.recall, "AssertionError: expected 3 retries, got 2 in test_retry_backoff", mem.scope())
     reqs = [i["request"] for i in got["items"]]
     assert reqs and reqs[0].startswith("Why does test_retry_backoff"), reqs
     assert all("retry" in r.lower() for r in reqs), reqs
@@ -262,7 +262,7 @@ def test_a_turn_start_for_an_error_keeps_to_it(mem):
     mem.add_turns(topical(12))
     mem.index_pending(embed=False)
     mem.embed_pending()
-    got = turn_start(mem, "AssertionError: expected 3 retries, got 2 in test_retry_backoff", mem.scope())
+    got = turn_start(mem.recall, "AssertionError: expected 3 retries, got 2 in test_retry_backoff", mem.scope())
     reqs = [i["request"] for i in got["items"]]
     assert reqs and reqs[0].startswith("Why does test_retry_backoff"), reqs
     assert not any("kubeconfig" in r or "Lorem" in r for r in reqs), reqs
@@ -281,7 +281,7 @@ def test_resume_offers_only_related_episodes(tmp_path, cli):
         deploy_sessions(mem, 2)
         r = cli("recall", "tune the JVM garbage collector for low latency", "--entry", "resume", env=env)
         assert r.returncode == 0 and r.stdout.decode().strip() == "", r.stdout.decode()
-        got = resume(mem, "dark mode toggle", mem.scope())["items"]
+        got = resume(mem.recall, "dark mode toggle", mem.scope())["items"]
         assert got and got[0]["session"].endswith("/b1"), got  # the blog session holding the dark mode turn
     finally:
         mem.close()

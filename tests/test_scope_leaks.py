@@ -94,7 +94,7 @@ def test_every_channel_stays_in_scope(two_owners_rich, q):
     for owner in ("alice", "bob"):
         sc = mem.scope(owner)
         for ch in CHANNELS:
-            r = rank(mem, q, sc, k=50, cfg=preset(f"only:{ch}").with_(neighbour_weight=0.5, session_weight=1.0))
+            r = rank(mem.recall, q, sc, k=50, cfg=preset(f"only:{ch}").with_(neighbour_weight=0.5, session_weight=1.0))
             for tid, _ in r.items:
                 assert r.meta[tid]["owner"] == owner, (ch, q)
             for name, c in r.channels.items():
@@ -102,26 +102,25 @@ def test_every_channel_stays_in_scope(two_owners_rich, q):
                     f"SELECT DISTINCT owner FROM turns WHERE id IN ({','.join('?' * len(c.hits))})",
                     [t for t, _ in c.hits]).fetchall() if c.hits else []
                 assert {x[0] for x in rows} <= {owner}, (name, q)
-        for s in search_sessions(mem, q, sc, k=10):
+        for s in search_sessions(mem.recall, q, sc, k=10):
             assert s["owner"] == owner
 
 
 @pytest.mark.parametrize("q", RECALL_QUERIES[:4])
 def test_entry_points_stay_in_scope(two_owners_rich, q):
-    from remem.recall import entry
 
     mem = two_owners_rich
     for owner, other in (("alice", "bob"), ("bob", "alice")):
         sc = mem.scope(owner)
-        for res in (mem.turn_start(q, owner=owner), entry.sub_agent(mem, q, sc), entry.repair(mem, q, sc),
-                    entry.resume(mem, q, sc)):
+        for res in (mem.turn_start(q, owner=owner), mem.sub_agent(q, scope=sc), mem.repair(q, scope=sc),
+                    mem.resume(q, scope=sc)):
             assert other not in res["text"], (q, res["text"])
             assert all(i.get("owner", owner) == owner for i in res["items"])
-        cands = entry.resume(mem, q, sc)["items"]
+        cands = mem.resume(q, scope=sc)["items"]
         for c in cands:
-            assert other not in entry.resume(mem, "", sc, session=c["session"])["text"]
+            assert other not in mem.resume("", scope=sc, session=c["session"])["text"]
         # asking for the other owner's episode by key shows nothing of it
-        assert other not in entry.resume(mem, "", sc, session=f"{other}/codex/{other}-s")["text"]
+        assert other not in mem.resume("", scope=sc, session=f"{other}/codex/{other}-s")["text"]
 
 
 def test_vector_index_applies_scope_to_agent_and_project(mem):
@@ -134,7 +133,7 @@ def test_vector_index_applies_scope_to_agent_and_project(mem):
 
     for sc, agents in ((mem.scope(agent="codex"), {"codex"}), (mem.scope(project="p2"), {"gemini"}),
                        (mem.scope(), {"codex", "gemini"})):
-        hits = search(mem, "caching layer", sc, k=10, config=preset("vector"))
+        hits = search(mem.recall, "caching layer", sc, k=10, config=preset("vector"))
         assert hits and {h["agent"] for h in hits} <= agents and all(h["owner"] == "default" for h in hits)
 
 

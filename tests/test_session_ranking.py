@@ -59,12 +59,12 @@ def chat(mem, sessions: dict[str, list[str]], start: dict[str, float] | None = N
 
 
 def order(mem, query: str, **cfg: object) -> list[str]:
-    return [s["session_id"] for s in search_sessions(mem, query, mem.scope(project="p"), k=10,
+    return [s["session_id"] for s in search_sessions(mem.recall, query, mem.scope(project="p"), k=10,
                                                      config=DEFAULT.with_(**cfg))]
 
 
 def scores(mem, query: str, **cfg: object) -> dict[str, float]:
-    return {s["session_id"]: s["score"] for s in search_sessions(mem, query, mem.scope(project="p"), k=10,
+    return {s["session_id"]: s["score"] for s in search_sessions(mem.recall, query, mem.scope(project="p"), k=10,
                                                                  config=DEFAULT.with_(**cfg))}
 
 

@@ -1,11 +1,11 @@
-"""The sign-sketch pre-selection of large vector scopes (remem.index.vectors)."""
+"""The sign-sketch pre-selection of large vector scopes (remem.recall.vectors)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from remem.index import vectors
+from remem.recall import vectors
 from remem.scope import Scope
 
 

@@ -22,7 +22,7 @@ def register_sources(register: Register) -> None:
 
 @hookimpl
 def register_embedders(register: Register) -> None:
-    from .index.embed import BUILTIN
+    from .embed.embedders import BUILTIN
 
     for name, factory in BUILTIN.items():
         register(name, factory)
@@ -36,25 +36,13 @@ def register_installers(register: Register) -> None:
         register(installer)
 
 
-#: channels that only reorder (never a reason to show a memory): the packet gate does not apply
-UNGATED = frozenset({"recency"})
-
-
 def channel_specs() -> list[ChannelSpec]:
-    """Today's channels, described from the recall settings and gates (until recall/ declares a
-    spec list of its own: then ``register_recall_channels`` registers that list instead). A channel
-    neither gated nor declared ungated has no spec and is refused."""
-    from .recall.config import CHANNELS, DEFAULT
-    from .recall.direct import VECTOR_CHANNELS, WORD_CHANNELS
-    from .recall.entry import _GATED
+    """The built-in channels as declared once in ``recall/gate.py`` (``CHANNEL_SPECS``: weight, packet
+    gate, family, layer), in the plugin contract's shape."""
+    from .recall.gate import CHANNEL_SPECS
 
-    undeclared = [c for c in CHANNELS if c not in _GATED and c not in UNGATED]
-    if undeclared:
-        raise ValueError(f"recall channel(s) {undeclared} declare no gate (recall.entry._GATED or UNGATED)")
-    return [ChannelSpec(name, weight=DEFAULT.weights.get(name, 0.0), gated=name in _GATED,
-                        family="word" if name in WORD_CHANNELS else "vector" if name in VECTOR_CHANNELS else "other",
-                        layer="L1")
-            for name in CHANNELS]
+    return [ChannelSpec(c.name, weight=c.weight, gated=c.gated, family=c.family, layer=c.layer)
+            for c in CHANNEL_SPECS]
 
 
 @hookimpl

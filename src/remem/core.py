@@ -17,10 +17,10 @@ from .agents import canonical_agent
 from .ingest.normalize import InputError, check_user_text
 from .ingest.pipeline import PRESERVED, BatchResult, WriteResult, persist
 from .model import ToolCall, TurnIn
+from .recall.context import RecallContext, RecallSettings
 from .scope import Scope
 from .store import StoreError, open_store
 from .store.protocols import WriteStore
-from .store.sqlite.db import db_path
 
 EXPORT_VERSION = 1
 MAX_PENDING_ACCESS = 1000  # recall hits waiting to be counted (oldest dropped past this)
@@ -42,6 +42,7 @@ class Remem:
         self._lock = threading.Lock()
         self._access: list[tuple[Scope, builtins.list[str], float]] = []  # recall hits not yet counted
         self._access_lock = threading.Lock()
+        self._recall: RecallContext | None = None
         if not readonly:
             self.init()
 
@@ -88,15 +89,10 @@ class Remem:
             todo, self._access = self._access, []
         if not todo:
             return 0
-        from .store.sqlite import candidates as recrepo
-
-        db = self.db
         try:
-            with self.store.transaction(wait=wait):
-                for scope, ids, now in todo:
-                    recrepo.touch(db, scope, ids, now)
+            self.store.candidates.touch_many(todo, wait=wait)  # type: ignore[attr-defined]
             return len(todo)
-        except StoreError:  # busy (or failing): keep them for the next chance
+        except (*self.store.errors, StoreError):  # type: ignore[attr-defined]  # busy (or failing): keep them for the next chance
             with self._access_lock:
                 self._access[:0] = todo
                 del self._access[:-MAX_PENDING_ACCESS]
@@ -152,7 +148,9 @@ class Remem:
             raise StoreError("this remem handle is read-only")
         res = persist(self.store, turns, max_bytes=int(self.config.get("ingest.max_turn_bytes")),
                       max_tool_output=int(self.config.get("ingest.max_tool_output")), live=live,
-                      defer_index=defer_index, revive=revive, preserve=preserve, fallback_ts=fallback_ts)
+                      defer_index=defer_index, revive=revive, preserve=preserve, fallback_ts=fallback_ts,
+                      learn_after=float(self.config.get("learn.delay_seconds"))
+                      if self.config.get("learn.enabled") else None)
         if self._access:
             self.flush_access(wait=False)  # this connection just wrote: the lock is likely free
         return res
@@ -179,23 +177,74 @@ class Remem:
         sc = scope or self.scope(owner)
         return self.store.turns.get(sc, memory_id)
 
+    # -- recall ----------------------------------------------------------------------------
+    @property
+    def recall(self) -> RecallContext:
+        """What the recall engine runs on (built once, on first use): the store's read areas, the
+        embedder, the recall settings, the clock, and where shown turns are counted."""
+        if self._recall is None:
+            with self._lock:
+                if self._recall is None:
+                    self._recall = RecallContext(self.store, embedder=self.embedder,  # type: ignore[arg-type]
+                                                 embedder_error=lambda: self._embedder_error,
+                                                 settings=self.recall_settings,
+                                                 on_shown=lambda *a: self.note_access(*a))
+        return self._recall
+
+    @staticmethod
+    def _recall_entries() -> Any:
+        """recall/entry.py, imported on the first recall: its ~0.1 s of imports (query parsing, jieba
+        hooks, ranking) are start-up a ``remem add`` does not need. (No import cycle: recall imports
+        nothing of the façade; tests/test_architecture.py checks it.)"""
+        from .recall import entry
+
+        return entry
+
+    def recall_settings(self) -> RecallSettings:
+        return RecallSettings(embedding_enabled=bool(self.config.get("embedding.enabled")),
+                              related_margin=self.config.get("embedding.related_margin"),
+                              token_budget=int(self.config.get("recall.token_budget")))
+
     def search(self, query: str, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                project: str | None = None, k: int = 10, scope: Scope | None = None,
                explain: bool = False) -> builtins.list[dict[str, Any]]:
-        from .recall import search as recall_search
-
         sc = scope or self.scope(owner, agent=agent, project=project)
-        return recall_search.search(self, query, sc, k=k, explain=explain)
+        return self._recall_entries().search(self.recall, query, sc, k=k, explain=explain)
+
+    def _read_as(self, owner: str | builtins.list[str] | None, agent: str | None, scope: Scope | None) -> Scope:
+        return scope or self.scope(owner, project=None, as_agent=agent)
 
     def turn_start(self, prompt: str, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                    project: str | None = None, budget: int | None = None,
-                   scope: Scope | None = None) -> dict[str, Any]:
-        """The packet an agent receives before it answers ``prompt``: {"text", "items", ...}."""
-        from .recall import entry
+                   scope: Scope | None = None, session: str | None = None) -> dict[str, Any]:
+        """The packet an agent receives before it answers ``prompt``: {"text", "items", ...}.
+        ``agent`` reads as that agent (its owners); ``project`` ranks that project's memories higher
+        and brings its learned memories; ``session`` (the agent's session id) lets the project's core
+        facts come with a session's first prompt."""
+        entry, ctx = self._recall_entries(), self.recall
+        return entry.turn_start(ctx, prompt, self._read_as(owner, agent, scope), project=project,
+                                budget=int(budget or ctx.settings.token_budget), session=session)
 
-        sc = scope or self.scope(owner, project=None, as_agent=agent)
-        return entry.turn_start(self, prompt, sc, project=project,
-                                budget=int(budget or self.config.get("recall.token_budget")))
+    def sub_agent(self, task: str, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
+                  project: str | None = None, budget: int | None = None,
+                  scope: Scope | None = None) -> dict[str, Any]:
+        """A sub-agent's task prompt → a smaller packet (recall/entry.py)."""
+        return self._recall_entries().sub_agent(self.recall, task, self._read_as(owner, agent, scope),
+                                                project=project, budget=budget)
+
+    def repair(self, error: str, *, tool: str = "", owner: str | builtins.list[str] | None = None,
+               agent: str | None = None, budget: int | None = None, scope: Scope | None = None,
+               project: str | None = None) -> dict[str, Any]:
+        """After repeated failures: the procedures learned for this error (with ``project``), then past
+        failures with the same error signature and what fixed them."""
+        return self._recall_entries().repair(self.recall, error, self._read_as(owner, agent, scope), tool=tool,
+                                             budget=budget, project=project)
+
+    def resume(self, query: str, *, session: str | None = None, owner: str | builtins.list[str] | None = None,
+               agent: str | None = None, budget: int | None = None, scope: Scope | None = None) -> dict[str, Any]:
+        """No ``session``: up to 5 candidate episodes for ``query``; with one: that episode in full."""
+        return self._recall_entries().resume(self.recall, query, self._read_as(owner, agent, scope),
+                                             session=session, budget=budget)
 
     def timeline(self, session_id: str, *, owner: str | builtins.list[str] | None = None,
                  limit: int = 500) -> builtins.list[dict[str, Any]]:
@@ -254,9 +303,8 @@ class Remem:
 
     def _forget_corpora(self) -> None:
         """Deleted turns must leave recall's cached scope corpora at once (not after a rebuild)."""
-        from .recall import okapi
-
-        okapi.forget(db_path(self.db))
+        if self._recall is not None:
+            self._recall.forget()
 
     def sessions(self, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                  project: str | None = None, limit: int = 100, offset: int = 0) -> builtins.list[dict[str, Any]]:
@@ -290,7 +338,7 @@ class Remem:
         made = False
         with self._lock:
             if self._embedder is None and not self._embedder_error:
-                from .index.embed import get_embedder
+                from .embed.embedders import get_embedder
 
                 name = str(self.config.get("embedding.model"))
                 opts: dict[str, Any] = {}
@@ -332,7 +380,7 @@ class Remem:
 
     def embedder_status(self) -> dict[str, Any]:
         """What is configured, what is loaded (without loading it), and what waits for vectors."""
-        from .index.worker import backlog
+        from .embed.worker import backlog
 
         loaded = self._embedder
         model_id = getattr(loaded, "model_id", None) if loaded is not None else None
@@ -348,7 +396,7 @@ class Remem:
 
     @property
     def embed_rate_file(self) -> Path:
-        from .index.worker import RATE_FILE
+        from .embed.worker import RATE_FILE
 
         return self.home / RATE_FILE
 

@@ -43,7 +43,7 @@ def register_sources(register: Register) -> None:
 @hookspec
 def register_embedders(register: Register) -> None:
     """Embedding models: ``register(name, factory)``; ``factory(**options) -> Embedder``
-    (:class:`remem.index.embed.Embedder`: ``model_id``, ``dim``, ``embed(texts) -> float32 array``,
+    (:class:`remem.embed.embedders.Embedder`: ``model_id``, ``dim``, ``embed(texts) -> float32 array``,
     L2-normalized rows). Selected with ``embedding.model = NAME`` or ``REMEM_EMBEDDING_MODEL``."""
 
 

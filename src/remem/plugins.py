@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     import pluggy
 
-    from .index.embed import Embedder
+    from .embed.embedders import Embedder
     from .integrations.installers.base import Installer
     from .sources.base import Source
 

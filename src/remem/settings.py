@@ -115,6 +115,14 @@ class Sync(Section):
     interval_seconds: int = setting(300, "five minutes: fresh enough, cheap on battery", ge=30, le=7 * 86400)
 
 
+class Learn(Section):
+    enabled: bool = setting(True, "learned memories (preferences, conventions, procedures, the project's "
+                            "commands) are extracted in the background after each write; off = recall of turns only",
+                            env="REMEM_LEARN_ENABLED")
+    delay_seconds: float = setting(30.0, "the background learn runs this long after the last write, so a "
+                                   "burst of live captures learns once", env="REMEM_LEARN_DELAY", ge=0.0, le=3600.0)
+
+
 class Integrations(Section):
     auto_install: bool = setting(False, "never touch an agent's config without being asked")
 
@@ -142,6 +150,7 @@ class Settings(Section):
     recall: Recall = Field(default_factory=Recall)
     ingest: Ingest = Field(default_factory=Ingest)
     sync: Sync = Field(default_factory=Sync)
+    learn: Learn = Field(default_factory=Learn)
     integrations: Integrations = Field(default_factory=Integrations)
     hooks: Hooks = Field(default_factory=Hooks)
     agents: dict[str, Agent] = setting({}, "per agent: isolated, owner, read_owners (docs/configuration.md)",

@@ -48,7 +48,7 @@ def embed(mem: Remem, *, limit: int | None = None, check_model: bool = False, wa
     model change). ``wait_for_runtime``: a backlog of ``ONNX_BACKLOG`` or more first builds or
     loads the faster runtime (a few seconds once, then ~3x faster per text); the daemon prepares
     it in the background at start-up instead. Raises EmbedderUnavailable when the model cannot load."""
-    from .index.worker import reset_for_model, run_pending
+    from .embed.worker import reset_for_model, run_pending
 
     if not mem.config.get("embedding.enabled"):
         return {"embedded": 0, "note": "embeddings are disabled in settings"}

@@ -83,7 +83,7 @@ def build(home: Path, n: int, *, vectors: bool, trigram: bool, seed: int = 7) ->
 def _vectors(mem, batch) -> None:
     import numpy as np
 
-    from remem.index.worker import embed_text
+    from remem.embed.worker import embed_text
 
     emb = mem.embedder()
     vecs = np.asarray(emb.embed([embed_text(r[8], "", r[9]) for r in batch]), dtype=np.float32)

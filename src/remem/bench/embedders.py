@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Measure the embedders in remem.index.embed and pick the default.
+"""Measure the embedders in remem.embed.embedders and pick the default.
 
 For each embedder (each in its own subprocess, so load time and memory are its own):
   * LoCoMo turn-level retrieval, vector-only ranking, categories 1-4: recall_any@5,
@@ -293,7 +293,7 @@ def worker(name, locomo, variants, max_convs, subset):
     """Everything measured for one embedder, in this (fresh) process."""
     import numpy as np
 
-    from remem.index.embed import get_embedder  # cheap: models load lazily, measured below
+    from remem.embed.embedders import get_embedder  # cheap: models load lazily, measured below
 
     convs = load_locomo(locomo, max_convs)
     rss0 = rss_mb()

@@ -169,7 +169,7 @@ def run(data: str, *, config: str = "default", model: str | None = None, limit: 
         home: str | None = None, progress: Callable[[str], None] | None = None,
         sets: dict[str, Any] | None = None) -> dict[str, Any]:
     from remem.core import Remem
-    from remem.index.embed import DEFAULT_EMBEDDER
+    from remem.embed.embedders import DEFAULT_EMBEDDER
     from remem.recall.config import preset
     from remem.recall.search import search, search_sessions
     from remem.scope import Scope
@@ -215,10 +215,10 @@ def run(data: str, *, config: str = "default", model: str | None = None, limit: 
                     skipped += 1
                     continue
                 q0 = time.perf_counter()
-                hits = search(mem, qa["question"], scope, k=10, config=cfg)
+                hits = search(mem.recall, qa["question"], scope, k=10, config=cfg)
                 lat.append((time.perf_counter() - q0) * 1000)
                 ranked = [to_dia.get(h["id"], "?") for h in hits]
-                sess = search_sessions(mem, qa["question"], scope, k=n_sessions, config=cfg)
+                sess = search_sessions(mem.recall, qa["question"], scope, k=n_sessions, config=cfg)
                 sranked = [s["session_id"] for s in sess]
                 gold = set(qa["gold"])
                 turn_rows.append((qa["category"], score(ranked, gold, TURN_KS)))

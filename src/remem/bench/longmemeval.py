@@ -102,7 +102,7 @@ def ingest(mem: Any, e: dict[str, Any], project: str, user_only: bool) -> None:
 def run(data: str, *, config: str = "default", model: str | None = None, limit: int | None = None,
         home: str | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     from remem.core import Remem
-    from remem.index.embed import DEFAULT_EMBEDDER
+    from remem.embed.embedders import DEFAULT_EMBEDDER
     from remem.recall.config import preset
     from remem.recall.search import search_sessions
     from remem.scope import Scope
@@ -152,7 +152,7 @@ def run(data: str, *, config: str = "default", model: str | None = None, limit: 
                     skipped[why] += 1
                     continue
                 q0 = time.perf_counter()
-                ranked = [s["session_id"] for s in search_sessions(mem, str(e["question"]),
+                ranked = [s["session_id"] for s in search_sessions(mem.recall, str(e["question"]),
                                                                    Scope.of(OWNER, project=f"{qid}:{key}"),
                                                                    k=len(sids), config=cfg)]
                 lat.append((time.perf_counter() - q0) * 1000)

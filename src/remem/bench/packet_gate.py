@@ -199,16 +199,15 @@ def build(home: str, convs: list[dict[str, Any]], say: Any) -> tuple[Any, dict[s
 
     mem = Remem(home)
     mem.note_access = lambda *a, **k: None  # type: ignore[method-assign]  # packets must not change the store
-    known = {r[0] for r in mem.db.execute("SELECT source_key FROM turns WHERE source_key LIKE 'locomo:%'")}
     ids: dict[str, dict[str, str]] = {}
     for conv in convs:
-        if any(k.startswith(f"locomo:{conv['id']}:") for k in known):
-            rows = mem.db.execute("SELECT id, source_key FROM turns WHERE project = ?", (conv["id"],)).fetchall()
-            ids[conv["id"]] = {i: sk.split(":", 2)[2] for i, sk in rows}
+        rows = [r for r in mem.list(owner=L.OWNER, project=conv["id"], limit=10 ** 7)
+                if str(r.get("source_key") or "").startswith(f"locomo:{conv['id']}:")]
+        if rows:
+            ids[conv["id"]] = {r["id"]: r["source_key"].split(":", 2)[2] for r in rows}
         else:
             ids[conv["id"]] = L.ingest(mem, conv)
-    coding = [r[0] for r in mem.db.execute("SELECT id FROM turns WHERE owner = ? ORDER BY started_at",
-                                           (CODING_OWNER,))]
+    coding = [r["id"] for r in reversed(mem.list(owner=CODING_OWNER, limit=10 ** 7))]  # oldest first
     if not coding:
         base = time.time() - 90 * 86400
         turns = [TurnIn(request=req, reply=rep, owner=CODING_OWNER, agent="claude-code", project="shop",
@@ -217,7 +216,7 @@ def build(home: str, convs: list[dict[str, Any]], say: Any) -> tuple[Any, dict[s
         coding = [r.id for r in mem.add_turns(turns).results]
     for size in TOPIC_SIZES:
         owner = f"topic{size}"
-        if not mem.db.execute("SELECT 1 FROM turns WHERE owner = ? LIMIT 1", (owner,)).fetchone():
+        if not mem.list(owner=owner, limit=1):
             mem.add_turns(topical_turns(size, owner, time.time() - 30 * 86400))
     mem.index_pending(embed=False)
     say("embedding …")
@@ -230,7 +229,6 @@ def calibrate(mem: Any, convs: list[dict[str, Any]], ids: dict[str, dict[str, st
     """Margins of each question's closest evidence turn, as the vector channel sees them."""
     import numpy as np
 
-    from remem.index import vectors
     from remem.recall import channels
     from remem.recall import search as S
     from remem.recall.query import build as build_query
@@ -241,19 +239,19 @@ def calibrate(mem: Any, convs: list[dict[str, Any]], ids: dict[str, dict[str, st
     for conv in convs:
         scope = Scope.of(L.OWNER, project=conv["id"])
         to_id = {d: i for i, d in ids[conv["id"]].items()}
-        corp = channels.scope_corpus(mem.db, scope, S.OKAPI_SESSION_MAX)
+        corp = channels.scope_corpus(mem.recall, scope, S.OKAPI_SESSION_MAX)
         for qa in conv["qa"]:
             gold = [to_id[g] for g in qa["gold"] if g in to_id]
             if not gold or qa["category"] not in (1, 2, 3, 4):
                 continue
             q = S.vector_query(build_query(qa["question"]), corp)
             cache: dict[str, Any] = {}
-            vec, model, _ = channels.query_vector(mem, q, cache)
-            idx = vectors.get_index(mem.db, model, "summary", int(np.asarray(vec).shape[-1]))
+            vec, model, _ = channels.query_vector(mem.recall, q, cache)
+            idx = mem.recall.vectors.get(model, "summary", int(np.asarray(vec).shape[-1]))
             with idx.lock:
                 got = idx.vectors_for(gold)
             best = max(float(v @ vec) for v in got.values())
-            base = vectors.mean_similarity(mem.db, scope, vec, model, "summary") or 0.0
+            base = mem.recall.vectors.mean_similarity(scope, vec, model, "summary") or 0.0
             cosines.append(best)
             margins.append(best - base)
     qs = (10, 20, 25, 50)
@@ -277,28 +275,28 @@ def packets(mem: Any, convs: list[dict[str, Any]], ids: dict[str, dict[str, str]
             if not qa["gold"] or qa["category"] not in (1, 2, 3, 4):
                 continue
             t0 = time.perf_counter()
-            p = turn_start(mem, qa["question"], scope, config=cfg)
+            p = turn_start(mem.recall, qa["question"], scope, config=cfg)
             lat.append((time.perf_counter() - t0) * 1000)
             got = {ids[conv["id"]].get(i["id"]) for i in p["items"]}
             own_hit.append(bool(got & set(qa["gold"])))
             own_items.append(len(p["items"]))
             if len(convs) > 1:
-                o = turn_start(mem, qa["question"], other, config=cfg)
+                o = turn_start(mem.recall, qa["question"], other, config=cfg)
                 other_items.append(len(o["items"]))
                 other_any.append(bool(o["items"]))
     cscope = Scope.of(CODING_OWNER)
     rel_hit, rel_items = [], []
     for prompt, target in CODING_RELATED:
-        p = turn_start(mem, prompt, cscope, config=cfg)
+        p = turn_start(mem.recall, prompt, cscope, config=cfg)
         rel_hit.append(coding[target] in {i["id"] for i in p["items"]})
         rel_items.append(len(p["items"]))
-    un_items = [len(turn_start(mem, prompt, cscope, config=cfg)["items"]) for prompt in CODING_UNRELATED]
+    un_items = [len(turn_start(mem.recall, prompt, cscope, config=cfg)["items"]) for prompt in CODING_UNRELATED]
 
     topic: dict[str, Any] = {}
     for size in TOPIC_SIZES:
         tscope = Scope.of(f"topic{size}")
-        packets = [turn_start(mem, p, tscope, config=cfg)["items"] for p in TOPIC_PROMPTS]
-        off = [len(turn_start(mem, p, tscope, config=cfg)["items"]) for p in TOPIC_UNRELATED]
+        packets = [turn_start(mem.recall, p, tscope, config=cfg)["items"] for p in TOPIC_PROMPTS]
+        off = [len(turn_start(mem.recall, p, tscope, config=cfg)["items"]) for p in TOPIC_UNRELATED]
         topic[str(size)] = {"non_empty": round(100.0 * sum(bool(g) for g in packets) / len(packets), 1),
                             "items": round(statistics.fmean(len(g) for g in packets), 2),
                             "unrelated_items": round(statistics.fmean(off), 2)}
@@ -371,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     mem, ids, coding = build(args.home or tmp.name, convs, say)  # type: ignore[union-attr]
     try:
-        from remem.index.embed import related_margin
+        from remem.embed.embedders import related_margin
         from remem.recall.config import PACKET
 
         res: dict[str, Any] = {"calibration": calibrate(mem, convs, ids)}

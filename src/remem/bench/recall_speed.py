@@ -157,27 +157,17 @@ def real_queries(n: int, seed: int = 3) -> list[str]:
 
 
 def db_bytes(home: str) -> int:
-    """The store on disk: remem.db and its WAL / shm, after a checkpoint."""
-    import sqlite3
-
-    path = Path(home, "remem.db")
-    con = sqlite3.connect(path)
-    try:
-        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        con.close()
+    """The store on disk: remem.db and its WAL / shm, once every handle is closed (the last
+    connection to close checkpoints the WAL into the database file)."""
     return sum(f.stat().st_size for f in Path(home).glob("remem.db*"))
 
 
 def fill_vectors(mem: Any, model_id: str, dim: int, seed: int = 11) -> int:
     import numpy as np
 
-    from remem.store.sqlite.db import transaction
-    from remem.store.sqlite.vectors import put_many
-
     rng = np.random.default_rng(seed)
-    db = mem.db
-    rows = db.execute("SELECT id, owner, agent, project, content_hash, actions != '' FROM turns").fetchall()
+    vectors = mem.store.vectors
+    rows = vectors.targets()
     n = 0
     for i in range(0, len(rows), 5000):
         chunk = rows[i:i + 5000]
@@ -188,9 +178,7 @@ def fill_vectors(mem: Any, model_id: str, dim: int, seed: int = 11) -> int:
             batch.append(("turn", r[0], "summary", model_id, dim, v.tobytes(), r[4], r[1], r[2], r[3]))
             if r[5]:
                 batch.append(("turn", r[0], "actions", model_id, dim, v[::-1].copy().tobytes(), r[4], r[1], r[2], r[3]))
-        with transaction(db):
-            put_many(db, batch)
-            db.executemany("UPDATE turns SET embed_state='done' WHERE id=?", [(r[0],) for r in chunk])
+        vectors.put_done(batch, [r[0] for r in chunk])
         n += len(batch)
     return n
 
@@ -254,10 +242,9 @@ def measure(n: int, *, queries: int, model: str, say: Callable[[str], None], kee
             real: bool = False) -> dict[str, Any]:
     """Build (or, with ``keep``, reuse) a store of ``n`` turns and time ``queries`` prompts on it."""
     from remem.core import Remem
-    from remem.index import vectors
     from remem.recall import channels, packet
 
-    channels._QVEC.clear()  # every size embeds its queries afresh (the sizes share the query list)
+    # every size embeds its queries afresh: each size's handle has its own context (and query vectors)
 
     with tempfile.TemporaryDirectory(prefix="remem-speed-") as tmp:
         home = os.path.join(keep, f"real-{n}" if real else str(n)) if keep else tmp
@@ -299,11 +286,11 @@ def measure(n: int, *, queries: int, model: str, say: Callable[[str], None], kee
             lat["turn_start"].append((c - b) * 1000)
             lat["search"].append((e - d) * 1000)
             del d
-        info = [i for i in vectors.info() if home in i["db"]]
+        info = mem.recall.vectors.info()
         raw = sum(i["raw_vector_bytes"] for i in info)
         total = sum(i["total_bytes"] for i in info)
+        mem.recall.vectors.forget()  # the process's memory below is measured without this size's index
         mem.close()
-        vectors.forget()
     return {**built, "onnx": onnx, "index_load_s": round(load_s, 2),
             **{f"{k}_p50_ms": round(statistics.median(v), 2) for k, v in lat.items()},
             **{f"{k}_p95_ms": _pct(v, 0.95) for k, v in lat.items()},
@@ -325,7 +312,7 @@ def estimate(points: list[dict[str, Any]], n: int) -> dict[str, Any]:
 
 
 def resolve_model(model: str | None) -> str:
-    from remem.index.embed import DEFAULT_EMBEDDER
+    from remem.embed.embedders import DEFAULT_EMBEDDER
 
     model = model or os.environ.get("REMEM_EMBEDDING_MODEL") or DEFAULT_EMBEDDER
     return DEFAULT_EMBEDDER if model == "default" else model

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How much of the exact vector top-k the sign-sketch pre-selection keeps, on real vectors.
 
-Large scopes (``remem.index.vectors.APPROX_FROM`` rows and up) score only the candidates
+Large scopes (``remem.recall.vectors.APPROX_FROM`` rows and up) score only the candidates
 nearest the query by the Hamming distance of their centred sign bits. This measures the
 share of the exact top 10 / top 100 that survives, for several candidate counts, on the
 vectors of an existing store (your own ``$REMEM_HOME/remem.db``, or the one
@@ -15,24 +15,28 @@ clustered and share one dominant direction, which is why the sketch is centred.
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import time
+from pathlib import Path
 
 import numpy as np
 
-from remem.index import vectors
+from remem.recall import vectors
 from remem.scope import Scope
+from remem.store import open_store
 
 
 def load(db: str, model: str | None) -> tuple[str, np.ndarray]:
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    if model is None:
-        row = con.execute("SELECT model_id, count(*) c FROM embeddings GROUP BY model_id ORDER BY c DESC").fetchone()
-        if row is None:
-            raise SystemExit(f"{db}: no embeddings")
-        model = row[0]
-    vecs = [np.frombuffer(v, dtype=np.float32) for (v,) in con.execute(
-        "SELECT vector FROM embeddings WHERE model_id = ?", (model,))]
+    path = Path(db).resolve()
+    store = open_store(f"sqlite:///{path}", path.parent, readonly=True)
+    try:
+        if model is None:
+            counts = store.vectors.models()  # type: ignore[attr-defined]
+            if not counts:
+                raise SystemExit(f"{db}: no embeddings")
+            model = max(counts, key=lambda m: counts[m])
+        vecs = [np.frombuffer(v, dtype=np.float32) for v in store.vectors.all_of(model)]  # type: ignore[attr-defined]
+    finally:
+        store.close()
     dim = max((len(v) for v in vecs), default=0)
     return str(model), np.array([v for v in vecs if len(v) == dim], dtype=np.float32)
 

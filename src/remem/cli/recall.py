@@ -32,8 +32,7 @@ def recall(ctx: click.Context, prompt: str, owner: str | None, agent: str | None
            budget: int | None, entry: str, session: str | None, explain: bool, as_agent: str | None,
            as_json: bool) -> None:
     """Show the memory packet an agent would get for PROMPT ("-" reads stdin)."""
-    from ..recall import entry as entries
-    from ..recall.channels import NOT_CLOSE
+    from ..recall.gate import NOT_CLOSE
 
     if prompt == "-":
         prompt = decode_bytes(sys.stdin.buffer.read())
@@ -54,13 +53,12 @@ def recall(ctx: click.Context, prompt: str, owner: str | None, agent: str | None
         res = mem.turn_start(prompt, owner=owner, agent=agent, project=project, budget=budget)
     else:
         mem = open_mem(ctx)
-        scope = mem.scope(owner, project=None, as_agent=agent)
         if entry == "sub_agent":
-            res = entries.sub_agent(mem, prompt, scope, project=project, budget=budget)
+            res = mem.sub_agent(prompt, owner=owner, agent=agent, project=project, budget=budget)
         elif entry == "repair":
-            res = entries.repair(mem, prompt, scope, budget=budget)
+            res = mem.repair(prompt, owner=owner, agent=agent, budget=budget)
         else:
-            res = entries.resume(mem, prompt, scope, session=session, budget=budget)
+            res = mem.resume(prompt, owner=owner, agent=agent, session=session, budget=budget)
 
     def human(r: dict[str, Any]) -> None:
         if not r["text"]:

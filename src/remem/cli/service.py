@@ -119,7 +119,7 @@ def _backlog(home: Path) -> dict[str, Any] | None:
     """Turns waiting for vectors and the ETA, read from the database without the daemon (None
     when this home has no database yet)."""
     from .. import config as configmod
-    from ..index.worker import RATE_FILE, backlog
+    from ..embed.worker import RATE_FILE, backlog
     from ..store import ENGINE_ERRORS, open_store
 
     cfg = configmod.load(home)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..index.entities import extract, turn_text
+from ..text.entities import extract, turn_text
 
 if TYPE_CHECKING:
     from ..store.protocols import WriteStore

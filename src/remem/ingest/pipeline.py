@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..agents import canonical_agent
-from ..index.entities import extract, turn_text
-from ..index.text import cjk_index_text
 from ..model import STATUSES, ToolCall, TurnIn
 from ..store.rows import TurnRow
+from ..text.entities import extract, turn_text
+from ..text.segment import cjk_index_text
 from .deferred import index_rows
 from .normalize import InputError, clean_text, norm_request, sha, strip_injected
 from .redact import redact
@@ -180,7 +180,8 @@ def persist(store: WriteStore, turns: list[TurnIn], *, max_bytes: int = MAX_TURN
             max_tool_output: int = 2000, live: bool = False, audit: bool = True,
             defer_index: bool = False, revive: bool = False,
             preserve: Sequence[Mapping[str, Any] | None] | None = None,
-            fallback_ts: float | Sequence[float | None] | None = None) -> BatchResult:
+            fallback_ts: float | Sequence[float | None] | None = None,
+            learn_after: float | None = 30.0) -> BatchResult:
     """Write ``turns`` in one transaction (all or nothing) and queue embedding for new content.
 
     What the user forgot stays out (``store.tombstones``): a turn it covers is
@@ -228,11 +229,12 @@ def persist(store: WriteStore, turns: list[TurnIn], *, max_bytes: int = MAX_TURN
             else:
                 store.jobs.enqueue("index", dedup_key="index:trigram", now=now)
             store.jobs.enqueue("embed", dedup_key="embed:pending", now=now)
-            from ..layers.service import learn_delay, learn_key  # learned memories follow, one job per owner
+            if learn_after is not None:   # learned memories follow, one job per owner (None: learning off)
+                from ..layers.service import learn_key
 
-            for owner in sorted({m[0] for m in mentions}):
-                store.jobs.enqueue("learn", {"owner": owner}, dedup_key=learn_key(owner),
-                                   run_after=now + learn_delay(), now=now)
+                for owner in sorted({m[0] for m in mentions}):
+                    store.jobs.enqueue("learn", {"owner": owner}, dedup_key=learn_key(owner),
+                                       run_after=now + learn_after, now=now)
         c = out.counts
         if audit and (changed or c["skipped_forgotten"] or c["times_fixed"]):
             store.audit.record("write", owner=turns[0].owner if turns else "", ts=now,

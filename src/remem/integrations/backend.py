@@ -125,7 +125,7 @@ class Backend:
         except DaemonUnavailable:
             pass
         self.via = "local"
-        return self.mem.turn_start(prompt, agent=agent, project=project or None)
+        return self.mem.turn_start(prompt, agent=agent, project=project or None, session=session_id or None)
 
     def capture(self, turns: list[TurnIn]) -> list[dict[str, Any]]:
         if not turns:
@@ -163,15 +163,11 @@ class Backend:
     def repair(self, error: str, *, tool: str, agent: str) -> str | None:
         """The recall engine's repair packet (same error signature first, with what fixed it), or
         None when this remem has no repair entry point."""
-        try:
-            from ..recall import entry
-        except ImportError:
-            return None
-        fn = getattr(entry, "repair", None)
+        fn = getattr(self.mem, "repair", None)
         if fn is None:
             return None
         self.via = "local"
-        got = fn(self.mem, error, self._scope(agent), tool=tool)
+        got = fn(error, scope=self._scope(agent), tool=tool)
         return str(got.get("text") or "") if isinstance(got, dict) else None
 
     def get(self, memory_id: str, *, as_agent: str) -> dict[str, Any] | None:

@@ -12,10 +12,11 @@ import re
 from functools import lru_cache
 
 from ..ingest.signatures import error_signatures
+from ..text.cjk import LETTERS as _CJK_LETTERS
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-_LETTER = re.compile(r"[A-Za-z\u3400-\u9fff\uf900-\ufaff]")
+_CJK = re.compile(f"[{_CJK_LETTERS}]")
+_LETTER = re.compile(f"[A-Za-z{_CJK_LETTERS}]")
 _URL = re.compile(r"@?https?://\S+")
 _MENTION = re.compile(r"(?<![\w`])@[\w./\\:-]+(?::\d+(?:-\d+)?)?")
 # lines that are machine output, not a person writing
@@ -36,7 +37,7 @@ _MACHINE = [
     re.compile(r"^\s*[-+]{3,}|^\s*[=~*#-]{5,}\s*$"),                              # rules, diff headers
     re.compile(r"^\s*[{}\[\]();,]+\s*$"),                                         # brace-only lines
     re.compile(r"^\s*(?:import|from|export|const|let|var|function|class|def|public|private|"
-               r"using|namespace|return|if|for|while|#include)\b[^\u3400-\u9fff]*[;{}()=:]\s*$"),
+               r"using|namespace|return|if|for|while|#include)\b[^" + _CJK_LETTERS + r"]*[;{}()=:]\s*$"),
     re.compile(r"^\s*(?:\d+\s*\|)|^\s*>\s*\d+\s*\|"),                             # code frames "12 | ..."
     re.compile(r"^\s*(?:[✓✗×✔✘●○◯•▶]|\d+ (?:pass|fail|passed|failed|errors?|warnings?)\b)"),
     re.compile(r"^\s*\"[\w$.-]+\"\s*:\s*\S"),                                   # JSON members ("message": ...)
@@ -116,7 +117,8 @@ def user_voice(text: str) -> str:
     return "\n".join(out)
 
 
-_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Za-z\u3400-\u9fff`\"'(])|(?<=[。！？；;])|\n+|(?<=[\u3400-\u9fff])[，,]\s*(?=(?:但|而|并且|另外|然后))")
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Za-z" + _CJK_LETTERS + r"`\"'(])|(?<=[。！？；;])|\n+|(?<=[" + _CJK_LETTERS
+                    + r"])[，,]\s*(?=(?:但|而|并且|另外|然后))")
 
 
 def sentences(text: str) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 
+from ..text.cjk import LETTERS as _CJK_LETTERS
 from .clean import sentences, user_voice
 from .types import Evidence, Observation, Turn
 from .vocab import (
@@ -33,7 +34,8 @@ _CONTRAST_EN = [
     re.compile(r"\b(?:don'?t|do not|never|stop)\s+(?:use|using|run|running)\s+" + _W +
                r"\s*[,;.]?\s*(?:use|run|instead use|but)\s+" + _W, re.I),
 ]
-_Z = r"([A-Za-z][\w.@+/-]*|[\u3400-\u9fff]{1,8})"
+_CJK_CHAR = re.compile(f"[{_CJK_LETTERS}]")
+_Z = r"([A-Za-z][\w.@+/-]*|[" + _CJK_LETTERS + r"]{1,8})"
 _CONTRAST_ZH = [
     re.compile(r"(?:用|使用|改用|换成)\s*" + _Z + r"\s*(?:而不是|而非|代替|替代|，?不要用|，?别用)\s*" + _Z),
     re.compile(r"(?:不要|别|不用)(?:再)?(?:用|使用)\s*" + _Z + r"\s*[，,]?\s*(?:要|请|改)?(?:用|使用)\s*" + _Z),
@@ -188,7 +190,7 @@ def rule_observations(turn: Turn, prev: Turn | None = None,
             x, y = (w.split()[-1] if w.split()[0].lower() in ("with", "the", "a", "only") else w for w in pair)
             slot = slot_for(x, y)
             key = f"{slot}={x.lower()}" if slot else f"contrast:{x.lower()}>{y.lower()}"
-            text = f"Use {x}, not {y}." if not re.search(r"[\u3400-\u9fff]", s) else f"用{x}，不用{y}。"
+            text = f"Use {x}, not {y}." if not _CJK_CHAR.search(s) else f"用{x}，不用{y}。"
             out.append(Observation(kind="preference", key=key, text=text, project=turn.project,
                                    evidence=_evidence(turn, general or cue or repeat or correction),
                                    slot=slot, value=x.lower(), terms=terms(f"{x} {y}"),

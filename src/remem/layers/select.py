@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..ingest.signatures import error_signatures
+from ..text.cjk import RUN
 
 WORKING_STATE_DAYS = 7
 MAX_ITEMS = 6            # learned items per packet, before the budget share
@@ -42,7 +43,7 @@ REMINDERS = 2            # must-follow rules re-shown on a prompt that asks the 
 MUST_SESSIONS = 3        # a rule stated in this many sessions is must-follow
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+#/-]*[A-Za-z0-9+#]|[A-Za-z]")
-_CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
+_CJK_RUN = RUN
 _IDENT = re.compile(r"[./_]|[a-z][A-Z]|\d")
 
 SLOT_CUES: dict[str, re.Pattern[str]] = {

@@ -262,18 +262,7 @@ def run(mem: Remem, scope: Scope, *, rebuild: bool = False) -> dict[str, Any]:
 
 # -- in the background ----------------------------------------------------------------------
 
-LEARN_DELAY = 30.0            # seconds a learn job waits after a write: a burst of captures learns once
 LEARN_KIND = "learn"
-
-
-def learn_delay() -> float:
-    """``REMEM_LEARN_DELAY`` (seconds) overrides the wait, for tests and impatient people."""
-    import os
-
-    try:
-        return max(0.0, float(os.environ.get("REMEM_LEARN_DELAY", LEARN_DELAY)))
-    except ValueError:
-        return LEARN_DELAY
 
 
 def learn_key(owner: str) -> str:

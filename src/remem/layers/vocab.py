@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from ..text.cjk import RUN
+
 # slot → tools that can fill it. A contrast "use X, not Y" fills the slot both belong to.
 SLOT_TOOLS: dict[str, tuple[str, ...]] = {
     "tool.js_runtime": ("bun", "node", "nodejs", "deno"),
@@ -44,7 +46,7 @@ which who how when where why use using used make sure also only very really thin
 don't do not never always it's that's let's lets ok okay yes want wants need needs like see think get go know try going dont doesnt isnt
 why because then now also still really rly actually something anything everything""".split())
 _TOKEN = re.compile(r"[A-Za-z][\w.+#/-]*[\w+#]|[A-Za-z]")
-_CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
+_CJK_RUN = RUN
 
 
 def _stem(w: str) -> str:

@@ -9,23 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .gate import CHANNEL_SPECS
+
 OKAPI_SESSION_MAX = 5000  # building session documents for 2,760 turns takes 0.1 s; rebuilt after writes
-CHANNELS = ("bm25", "substring", "vector", "vector_actions", "structural", "entity", "time", "recency")
+CHANNELS = tuple(s.name for s in CHANNEL_SPECS)  # in the order they run
 
 
 @dataclass(frozen=True)
 class RecallConfig:
     # weight per channel in reciprocal rank fusion; 0 or missing = the channel does not run
-    weights: dict[str, float] = field(default_factory=lambda: {
-        "bm25": 1.0,            # words: the strongest single signal on chat data
-        "substring": 0.3,       # trigram: identifiers and CJK fragments; noisy on prose
-        "vector": 0.5,          # request + summary embedding: meaning beyond shared words
-        "vector_actions": 0.3,  # tool trajectory embedding: "what was done"
-        "structural": 1.5,      # the same error signature is near-certain relevance
-        "entity": 0.4,          # shared paths / symbols / names, with bounded expansion
-        "time": 0.8,            # words inside a time range the query names
-        "recency": 0.0,         # as a channel only for experiments: the recency boost does this job
-    })
+    # (defaults and their reasons: recall/gate.py CHANNEL_SPECS)
+    weights: dict[str, float] = field(default_factory=lambda: {s.name: s.weight for s in CHANNEL_SPECS})
     rrf_k: int = 10             # measured on LoCoMo dev: 60 (the usual) flattens the top ranks too much
                                 # (turn recall_any@5 61.7 at 60, 67.9 at 10; bench/RESULTS.md)
     pool: int = 100             # candidates per channel

@@ -25,10 +25,10 @@ import re
 from functools import lru_cache
 from importlib import resources
 
+from ..text.cjk import CHAR as CJK
 from .query import Query
 
 TOKEN = re.compile(r"[^\W_]+")  # what unicode61 keeps as one token: letters and digits
-CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 COVERAGE_TERMS = 8  # coverage counts the query's 8 weightiest words (most prompts have fewer)
 # English suffixes stripped for prefix matching ("painting" → "paint"*)
 _SUFFIXES = ("ingly", "edly", "ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "ly", "s")

@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-WORD_CHANNELS = frozenset({"bm25", "substring"})
-MEANINGFUL = frozenset({"structural", "entity", "time"})  # a hit here is a reason of its own
-VECTOR_CHANNELS = frozenset({"vector", "vector_actions"})
+from .gate import REASONS as MEANINGFUL  # a hit here is a reason of its own
+from .gate import VECTOR_CHANNELS as VECTOR_CHANNELS
+from .gate import WORD_CHANNELS as WORD_CHANNELS
+
 EPS = 1e-7
 STRONG = 0.75  # a direct hit holding this much of the query's word weight is a ceiling for lifted turns
 

@@ -1,4 +1,4 @@
-"""Recall entry points: turn_start, sub_agent, repair, resume (``search`` lives in search.py).
+"""Recall entry points: turn_start, sub_agent, repair, resume, and ``search`` (from search.py).
 
 Each returns a dict with at least ``text`` (what the agent receives, empty when nothing is
 relevant) and ``items``. Their defaults, in one table (docs/recall.md explains them):
@@ -17,22 +17,17 @@ resume      5 / 1  3000    shown      no session: up to 5 candidate episodes; wi
 from __future__ import annotations
 
 import re
-import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..agent_text import safe
 from ..ingest.signatures import error_signatures
 from ..scope import Scope
-from ..store.sqlite import candidates as recrepo
-from ..store.sqlite import turns as turnrepo
-from . import coverage as cov
+from . import gate, learned
 from . import packet as pk
-from .channels import coverage_terms
 from .config import PACKET, RecallConfig
-from .search import Ranked, rank, search_sessions, to_results, words_text
-
-if TYPE_CHECKING:
-    from ..core import Remem
+from .context import RecallContext
+from .search import Ranked, rank, search_sessions, to_results
+from .search import search as search
 
 DEFAULTS: dict[str, dict[str, Any]] = {
     "turn_start": {"k": 8, "budget": 2000, "project_boost": 1.2},
@@ -42,18 +37,17 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 _TRIVIAL = re.compile(r"^\s*(?:ok(?:ay)?|yes|no|y|n|continue|go on|thanks?|thank you|好的?|继续|是|否|/\w+)\s*[.!]?\s*$",
                       re.I)
-_GATED = ("bm25", "substring", "vector", "vector_actions", "structural", "entity", "time")
 
 
 def _relevant(ranked: Ranked, t: str) -> bool:
-    """Something other than recency found it."""
-    return any(c in _GATED for c in ranked.details.get(t, {}).get("channels", {}))
+    """Something other than recency found it (recall/gate.py)."""
+    return gate.relevant(ranked.details.get(t, {}).get("channels", {}))
 
 
-def _items(mem: Remem, scope: Scope, ranked: Ranked, order: list[tuple[str, float]],
+def _items(ctx: RecallContext, scope: Scope, ranked: Ranked, order: list[tuple[str, float]],
            rows: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     if rows is None:
-        rows = recrepo.full_rows(mem.db, scope, [t for t, _ in order])
+        rows = ctx.candidates.full_rows(scope, [t for t, _ in order])
     out = []
     for t, score in order:
         row = rows.get(t)
@@ -70,19 +64,25 @@ def _items(mem: Remem, scope: Scope, ranked: Ranked, order: list[tuple[str, floa
     return out
 
 
-def _packet(mem: Remem, prompt: str, scope: Scope, *, entry: str, project: str | None, budget: int | None,
-            cfg: RecallConfig, now: float | None = None) -> dict[str, Any]:
+def _packet(ctx: RecallContext, prompt: str, scope: Scope, *, entry: str, project: str | None, budget: int | None,
+            cfg: RecallConfig, now: float | None = None, session: str | None = None) -> dict[str, Any]:
     d = DEFAULTS[entry]
-    now = time.time() if now is None else now
+    now = ctx.now() if now is None else now
     budget = pk.clamp_budget(budget or d["budget"])
     base = {"entry": entry, "budget": budget, "prompt": prompt}
     if not prompt.strip() or _TRIVIAL.match(prompt):
+        # no past turns for "ok" / "continue"; a fresh working state still answers "continue"
+        picked = learned.pick(ctx, prompt, scope, entry=entry, project=project, session=session, now=now) \
+            if prompt.strip() else []
+        if picked:
+            text, kept, tokens = pk.render([], budget=budget, now=now, learned=picked)
+            return {**base, "text": text, "items": kept, "tokens": tokens, "stats": {}}
         return {**base, "text": "", "items": [], "tokens": 0, "stats": {}, "skipped": "trivial prompt"}
-    ranked = rank(mem, prompt, scope, k=d["k"] * 2, cfg=cfg, now=now)
+    ranked = rank(ctx, prompt, scope, k=d["k"] * 2, cfg=cfg, now=now)
     order = [(t, s) for t, s in ranked.items if _relevant(ranked, t)]
-    rows = recrepo.full_rows(mem.db, scope, [t for t, _ in order])  # read once: the word gate, then the items
+    rows = ctx.candidates.full_rows(scope, [t for t, _ in order])  # read once: the word gate, then the items
     if cfg.min_coverage > 0:
-        order = _covered(mem, ranked, order, rows, cfg.min_coverage)
+        order = gate.covered(ctx, ranked, order, rows, cfg.min_coverage)
     if project:
         boosted = []
         for t, s in order:
@@ -91,11 +91,13 @@ def _packet(mem: Remem, prompt: str, scope: Scope, *, entry: str, project: str |
                 s *= d["project_boost"]
             boosted.append((t, s))
         order = sorted(boosted, key=lambda x: -x[1])
-    items = _distinct(_items(mem, scope, ranked, order, rows))[: d["k"]]
-    _attach_fixes(mem, scope, items)
-    text, kept, tokens = pk.render(items, budget=budget, now=now)
-    if kept:
-        turnrepo_touch(mem, scope, [i["id"] for i in kept], now)
+    items = _distinct(_items(ctx, scope, ranked, order, rows))[: d["k"]]
+    _attach_fixes(ctx, scope, items)
+    picked = learned.pick(ctx, prompt, scope, entry=entry, project=project, session=session, now=now)
+    text, kept, tokens = pk.render(items, budget=budget, now=now, learned=picked)
+    turns = [i["id"] for i in kept if i.get("layer") == "L1"]
+    if turns:
+        ctx.shown(scope, turns, now)
     return {**base, "text": text, "items": kept, "tokens": tokens, "stats": ranked.stats()}
 
 
@@ -115,110 +117,67 @@ def _distinct(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-_WORD_CHANNELS = {"bm25", "substring"}
-
-
-def _own_channels(ranked: Ranked, t: str) -> set[str]:
-    """The channels that found ``t`` by the query itself: an entity hit only through an entity the
-    query's ones co-occur with ("CI" next to test_retry_backoff) does not count."""
-    chans = set(ranked.details.get(t, {}).get("channels", {}))
-    ent = ranked.channels.get("entity")
-    if "entity" in chans and ent is not None and ent.own is not None and t not in ent.own:
-        chans.discard("entity")
-    return chans
-
-
-def _covered(mem: Remem, ranked: Ranked, order: list[tuple[str, float]], rows: dict[str, dict[str, Any]],
-             least: float) -> list[tuple[str, float]]:
-    """``order`` without the turns only the word channels found that hold less than ``least``
-    of the prompt's word weight, or none of its topic words when it has some (coverage.topic_words;
-    each checked one shows its coverage in its details, every one the words it matched)."""
-    q = ranked.query
-    terms = coverage_terms(q)
-    n, df = recrepo.doc_freqs(mem.db, terms)
-    weights = cov.weights(terms, n, df)
-    topics = cov.topic_words(terms)
-    keep = []
-    for t, s in order:
-        if t not in rows:
-            continue
-        hit = cov.matched(q, words_text(rows[t]), terms)
-        d = ranked.details.setdefault(t, {})
-        d["matched"] = hit  # --explain shows them
-        if _own_channels(ranked, t) <= _WORD_CHANNELS:
-            c = cov.share(q, hit, weights, terms)
-            d.setdefault("evidence", {})["coverage"] = round(c, 3)
-            # a prompt that names a topic ("staging kubeconfig") is not answered by a memory sharing
-            # only its other words ("kept")
-            if c < least or (topics and not topics & set(hit)):
-                continue
-        keep.append((t, s))
-    return keep
-
-
-def _attach_fixes(mem: Remem, scope: Scope, items: list[dict[str, Any]], skip_shown: bool = True) -> None:
+def _attach_fixes(ctx: RecallContext, scope: Scope, items: list[dict[str, Any]], skip_shown: bool = True) -> None:
     """A failed turn is shown with the turn that fixed it (the next success in its session)."""
     failed = [it["id"] for it in items if it["status"] == "failed"]
-    meta = recrepo.meta(mem.db, scope, failed)
+    meta = ctx.candidates.meta(scope, failed)
     shown = {it["id"] for it in items} if skip_shown else set()
     for it in items:
         if it["id"] in meta:
-            fixes = [f for f in recrepo.fixes_after(mem.db, scope, meta[it["id"]]) if f["id"] not in shown]
+            fixes = [f for f in ctx.candidates.fixes_after(scope, meta[it["id"]]) if f["id"] not in shown]
             it["evidence"] = [("fixed by " + f["id"], f["request"] + " → " + f["reply"]) for f in fixes[:1]]
 
 
-def turnrepo_touch(mem: Remem, scope: Scope, ids: list[str], now: float) -> None:
-    try:
-        mem.note_access(scope, ids, now)
-    except Exception:  # access counts are a nicety; a busy database must not cost the agent its packet
-        pass
+def turn_start(ctx: RecallContext, prompt: str, scope: Scope, *, project: str | None = None,
+               budget: int = 2000, config: RecallConfig | None = None, now: float | None = None,
+               session: str | None = None) -> dict[str, Any]:
+    """Before an agent answers ``prompt``: the packet of memories it should see (``session``: the
+    agent's session id, so the project's core facts come with its first prompt)."""
+    return _packet(ctx, prompt, scope, entry="turn_start", project=project, budget=budget,
+                   cfg=config or PACKET, now=now, session=session)
 
 
-def turn_start(mem: Remem, prompt: str, scope: Scope, *, project: str | None = None,
-               budget: int = 2000, config: RecallConfig | None = None, now: float | None = None) -> dict[str, Any]:
-    """Before an agent answers ``prompt``: the packet of memories it should see."""
-    return _packet(mem, prompt, scope, entry="turn_start", project=project, budget=budget,
-                   cfg=config or PACKET, now=now)
-
-
-def sub_agent(mem: Remem, task: str, scope: Scope, *, project: str | None = None, budget: int | None = None,
+def sub_agent(ctx: RecallContext, task: str, scope: Scope, *, project: str | None = None, budget: int | None = None,
               config: RecallConfig | None = None, now: float | None = None) -> dict[str, Any]:
     """A sub-agent's task prompt → a smaller packet."""
-    return _packet(mem, task, scope, entry="sub_agent", project=project, budget=budget,
+    return _packet(ctx, task, scope, entry="sub_agent", project=project, budget=budget,
                    cfg=config or PACKET, now=now)
 
 
-def repair(mem: Remem, error: str, scope: Scope, *, tool: str = "", budget: int | None = None,
-           now: float | None = None) -> dict[str, Any]:
+def repair(ctx: RecallContext, error: str, scope: Scope, *, tool: str = "", budget: int | None = None,
+           now: float | None = None, project: str | None = None) -> dict[str, Any]:
     """After repeated failures: past failures with the same error signature and what fixed them."""
-    now = time.time() if now is None else now
+    now = ctx.now() if now is None else now
     budget = pk.clamp_budget(budget or DEFAULTS["repair"]["budget"])
     sigs = error_signatures(error) or [error.strip().splitlines()[-1][:160]] if error.strip() else []
-    hits = recrepo.by_error(mem.db, scope, sigs, DEFAULTS["repair"]["k"] * 2)
+    hits = ctx.candidates.by_error(scope, sigs, DEFAULTS["repair"]["k"] * 2)
     cfg = PACKET.with_(failed_penalty=0.0, threshold=0.0, weights={"structural": 2.0, "bm25": 1.0, "entity": 0.4})
-    ranked = rank(mem, f"{tool} {error}".strip(), scope, k=DEFAULTS["repair"]["k"], cfg=cfg, now=now)
+    ranked = rank(ctx, f"{tool} {error}".strip(), scope, k=DEFAULTS["repair"]["k"], cfg=cfg, now=now)
     # the floor: the same error first; other turns only as the packet's gates let them in
     found = [(t, s) for t, s in ranked.items if _relevant(ranked, t)]
-    found = _covered(mem, ranked, found, recrepo.full_rows(mem.db, scope, [t for t, _ in found]), cfg.min_coverage)
+    found = gate.covered(ctx, ranked, found, ctx.candidates.full_rows(scope, [t for t, _ in found]), cfg.min_coverage)
     order = list(dict.fromkeys([t for t, _ in hits] + [t for t, _ in found]))[: DEFAULTS["repair"]["k"]]
     score = {t: s for t, s in ranked.items}
-    items = _items(mem, scope, ranked, [(t, score.get(t, 1.0)) for t in order])
-    _attach_fixes(mem, scope, items, skip_shown=False)
-    text, kept, tokens = pk.render(items, budget=budget, now=now)
+    items = _items(ctx, scope, ranked, [(t, score.get(t, 1.0)) for t in order])
+    _attach_fixes(ctx, scope, items, skip_shown=False)
+    # the procedures learned for this error come first
+    picked = [m for m in learned.pick(ctx, error, scope, entry="repair", project=project, now=now)
+              if m.get("kind") == "procedure" or m.get("why") == "signature"]
+    text, kept, tokens = pk.render(items, budget=budget, now=now, learned=picked)
     return {"entry": "repair", "budget": budget, "signatures": sigs, "text": text, "items": kept,
             "tokens": tokens, "stats": ranked.stats()}
 
 
-def resume(mem: Remem, query: str, scope: Scope, *, session: str | None = None, budget: int | None = None,
+def resume(ctx: RecallContext, query: str, scope: Scope, *, session: str | None = None, budget: int | None = None,
            now: float | None = None) -> dict[str, Any]:
     """No ``session``: up to 5 candidate episodes for ``query``. With one (a key from the
     candidates, ``owner/agent/session_id``): that episode in full, oldest turn first, budgeted."""
-    now = time.time() if now is None else now
+    now = ctx.now() if now is None else now
     budget = pk.clamp_budget(budget or DEFAULTS["resume"]["budget"])
     if not session:
-        cands = search_sessions(mem, query, scope, k=DEFAULTS["resume"]["k"], related_only=True)
+        cands = search_sessions(ctx, query, scope, k=DEFAULTS["resume"]["k"], related_only=True)
         for c in cands:
-            sturns = recrepo.session_turns(mem.db, scope, c["owner"], c["agent"], c["session_id"], limit=1000)
+            sturns = ctx.candidates.session_turns(scope, c["owner"], c["agent"], c["session_id"], limit=1000)
             c["turns"] = len(sturns)
             c["title"] = (sturns[0]["request"][:80] if sturns else "")
             last = max((x.get("ended_at") or x.get("started_at") or 0 for x in sturns), default=0)
@@ -233,9 +192,9 @@ def resume(mem: Remem, query: str, scope: Scope, *, session: str | None = None, 
     for o in owners:
         sc = Scope.of(o, agent=scope.agent, project=scope.project)
         if agent:
-            turns = recrepo.session_turns(mem.db, sc, o, agent, sid, limit=500)
+            turns = ctx.candidates.session_turns(sc, o, agent, sid, limit=500)
         else:
-            turns = [dict(r) for r in turnrepo.list_turns(mem.db, sc, session_id=sid, limit=500, order="asc")]
+            turns = ctx.candidates.session_turns_of_any_agent(sc, sid, limit=500)
         if turns:
             break
     items = [{**t, "last_update": t.get("ended_at") or t.get("started_at") or t.get("updated_at"),
@@ -245,5 +204,5 @@ def resume(mem: Remem, query: str, scope: Scope, *, session: str | None = None, 
             "budget": budget, "turns": len(turns), "truncated": len(kept) < len(turns)}
 
 
-def results(mem: Remem, scope: Scope, ranked: Ranked, explain: bool = True) -> list[dict[str, Any]]:
-    return to_results(mem, scope, ranked, explain=explain)
+def results(ctx: RecallContext, scope: Scope, ranked: Ranked, explain: bool = True) -> list[dict[str, Any]]:
+    return to_results(ctx, scope, ranked, explain=explain)

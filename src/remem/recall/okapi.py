@@ -143,74 +143,76 @@ class ScopeCorpus:
         return [(self.session_keys[i], s) for i, s in self.sessions.top(words, k)]
 
 
-_CACHE: dict[tuple[object, ...], ScopeCorpus] = {}
-_LATEST: dict[tuple[object, ...], tuple[int, ScopeCorpus]] = {}  # (db, scope) → (turns, newest corpus)
-_BUILDING: set[tuple[object, ...]] = set()
-_LOCK = threading.Lock()
 STALE_FROM = 500     # scopes this big rebuild in the background after a few new turns …
 STALE_MAX_NEW = 50   # … (at most this many), and rank with the previous corpus meanwhile
 
 
-def corpus(key: tuple[object, ...], load: Callable[[], list[Row]], *, base: tuple[object, ...] | None = None,
-           size: int = 0, rebuild: Callable[[], tuple[tuple[object, ...], list[Row]]] | None = None) -> ScopeCorpus:
-    """The cached corpus for ``key`` (scope + version stamp), built by ``load()`` when missing.
+class Corpora:
+    """The scope corpora of one store (held by its RecallContext): the newest few by key (scope +
+    version stamp) and, per scope, the latest one built."""
 
-    Live capture writes a turn before almost every recall, and rebuilding a few thousand
-    turns' documents costs 0.1–0.3 s. So for a scope (``base``) of STALE_FROM+ turns that only
-    grew by up to STALE_MAX_NEW turns since its last corpus, that corpus answers now and
-    ``rebuild()`` (its own connection; returns the new key and rows) runs on a background
-    thread. Shrunk scopes (deletions) always rebuild before answering.
-    """
-    with _LOCK:
-        got = _CACHE.get(key)
-        prev = _LATEST.get(base) if base is not None else None
-    if got is not None:
-        return got
-    if (prev is not None and rebuild is not None and size >= STALE_FROM
-            and 0 <= size - prev[0] <= STALE_MAX_NEW):
-        _rebuild_later(base, rebuild)  # type: ignore[arg-type]
-        return prev[1]
-    built = ScopeCorpus(load())
-    _remember(key, base, size, built)
-    return built
+    def __init__(self) -> None:
+        self._cache: dict[tuple[object, ...], ScopeCorpus] = {}
+        self._latest: dict[object, tuple[int, ScopeCorpus]] = {}  # scope → (turns, newest corpus)
+        self._building: set[object] = set()
+        self._lock = threading.Lock()
 
+    def get(self, key: tuple[object, ...], load: Callable[[], list[Row]], *, base: object = None, size: int = 0,
+            rebuild: Callable[[], tuple[tuple[object, ...], list[Row]]] | None = None) -> ScopeCorpus:
+        """The cached corpus for ``key`` (scope + version stamp), built by ``load()`` when missing.
 
-def _remember(key: tuple[object, ...], base: tuple[object, ...] | None, size: int, built: ScopeCorpus) -> None:
-    with _LOCK:
-        if len(_CACHE) >= 8:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = built
-        if base is not None:
-            _LATEST[base] = (size, built)
-            if len(_LATEST) > 64:
-                _LATEST.pop(next(iter(_LATEST)))
+        Live capture writes a turn before almost every recall, and rebuilding a few thousand
+        turns' documents costs 0.1–0.3 s. So for a scope (``base``) of STALE_FROM+ turns that only
+        grew by up to STALE_MAX_NEW turns since its last corpus, that corpus answers now and
+        ``rebuild()`` (its own connection; returns the new key and rows) runs on a background
+        thread. Shrunk scopes (deletions) always rebuild before answering.
+        """
+        with self._lock:
+            got = self._cache.get(key)
+            prev = self._latest.get(base) if base is not None else None
+        if got is not None:
+            return got
+        if (prev is not None and rebuild is not None and size >= STALE_FROM
+                and 0 <= size - prev[0] <= STALE_MAX_NEW):
+            self._rebuild_later(base, rebuild)
+            return prev[1]
+        built = ScopeCorpus(load())
+        self._remember(key, base, size, built)
+        return built
 
+    def _remember(self, key: tuple[object, ...], base: object, size: int, built: ScopeCorpus) -> None:
+        with self._lock:
+            if len(self._cache) >= 8:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = built
+            if base is not None:
+                self._latest[base] = (size, built)
+                if len(self._latest) > 64:
+                    self._latest.pop(next(iter(self._latest)))
 
-def _rebuild_later(base: tuple[object, ...], rebuild: Callable[[], tuple[tuple[object, ...], list[Row]]]) -> None:
-    with _LOCK:
-        if base in _BUILDING:
-            return
-        _BUILDING.add(base)
+    def _rebuild_later(self, base: object, rebuild: Callable[[], tuple[tuple[object, ...], list[Row]]]) -> None:
+        with self._lock:
+            if base in self._building:
+                return
+            self._building.add(base)
 
-    def work() -> None:
-        from ..threads import background_priority
+        def work() -> None:
+            from ..threads import background_priority
 
-        background_priority()
-        try:
-            key, rows = rebuild()
-            _remember(key, base, len(rows), ScopeCorpus(rows))
-        except Exception as e:  # the next recall rebuilds in the foreground instead
-            log.debug("background corpus rebuild failed: %s", e)
-        finally:
-            with _LOCK:
-                _BUILDING.discard(base)
+            background_priority()
+            try:
+                key, rows = rebuild()
+                self._remember(key, base, len(rows), ScopeCorpus(rows))
+            except Exception as e:  # the next recall rebuilds in the foreground instead
+                log.debug("background corpus rebuild failed: %s", e)
+            finally:
+                with self._lock:
+                    self._building.discard(base)
 
-    threading.Thread(target=work, name="remem-corpus", daemon=True).start()
+        threading.Thread(target=work, name="remem-corpus", daemon=True).start()
 
-
-def forget(db_key: object | None = None) -> None:
-    """Drop cached corpora (all, or one database's) — after deletions."""
-    with _LOCK:
-        for cache in (_CACHE, _LATEST):
-            for k in [k for k in cache if db_key is None or k[0] == db_key]:
-                del cache[k]
+    def forget(self) -> None:
+        """Drop every cached corpus — after deletions."""
+        with self._lock:
+            self._cache.clear()
+            self._latest.clear()

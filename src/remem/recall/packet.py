@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..agent_text import indent_lines, safe
+from ..text.cjk import WIDE
 
 OPEN = "<remem_memory_context>"
 CLOSE = "</remem_memory_context>"
@@ -33,7 +34,7 @@ DEFAULT_BUDGET = 2000
 MIN_BUDGET = 800
 MAX_BUDGET = 4000
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u3000-\u303f\uff00-\uffef"
+_CJK = WIDE
 _TOKEN_RE = re.compile(rf"[{_CJK}]|[^\W\d_{_CJK}]+|\d{{1,3}}|\S", re.UNICODE)
 _PATH = re.compile(r"(?<![\w/.:-])(?:~/|\.{1,2}/|/)?(?:[\w.@+-]+/)+[\w.@+-]*\.[A-Za-z0-9]{1,8}\b"
                    r"|(?<![\w/.-])[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|java|rb|c|h|cpp|md|json|toml|yaml|yml"
@@ -161,31 +162,72 @@ def render_item(n: int, item: dict[str, Any], now: float, chars: int) -> str:
     return f"{n}. [{head} · id {safe(str(item['id']))}] " + _indent(body)
 
 
-def render(items: Sequence[dict[str, Any]], *, budget: int = DEFAULT_BUDGET, now: float,
-           item_chars: int = 900) -> tuple[str, list[dict[str, Any]], int]:
-    """Render as many items as fit in ``budget`` tokens (best first).
+LEARNED_HEAD = "Learned from this user's past sessions (kind · support · id):"
+TURNS_HEAD = "Past turns:"
+LEARNED_SHARE = 0.3   # learned memories take at most this share of the budget
+LEARNED_CHARS = 300
 
-    Returns (text, the items included, token count of text). No items → empty text.
-    An item that does not fit is retried shorter once before rendering stops.
+
+def render_learned(n: int, m: dict[str, Any], now: float) -> str:
+    """One learned memory: ``Ln. [preference · said in 6 sessions · 3 days ago · id m_…] text``."""
+    k = len(m["sessions"]) if isinstance(m.get("sessions"), list) else int(m.get("sessions") or 0)
+    said = "seen" if m.get("kind") == "fact" else "said"
+    support = f"{said} in {k} sessions" if k >= 2 else f"{said} once"
+    when = (m.get("data") or {}).get("last_seen") or m.get("updated_at")
+    head = " · ".join(safe(str(x)) for x in (m.get("kind") or "memory", support,
+                                              relative_age(now - float(when) if when else None)))
+    return f"L{n}. [{head} · id {safe(str(m.get('id', '')))}] " + _indent(escape(_clip(m.get("text") or "",
+                                                                                       LEARNED_CHARS)))
+
+
+def render(items: Sequence[dict[str, Any]], *, budget: int = DEFAULT_BUDGET, now: float,
+           item_chars: int = 900, learned: Sequence[dict[str, Any]] = ()) -> tuple[str, list[dict[str, Any]], int]:
+    """Render as many items as fit in ``budget`` tokens (best first), after the learned memories
+    (``learned``: their own section first, within ``LEARNED_SHARE`` of the budget).
+
+    Returns (text, the items included — learned ones first, each with ``layer`` and ``kind`` —,
+    token count of text). No items → empty text. An item that does not fit is retried shorter once
+    before rendering stops.
     """
     budget = clamp_budget(budget)
     frame = f"{OPEN}\n{NOTICE}\n{CLOSE}"
     used = count_tokens(frame)
     lines: list[str] = []
     kept: list[dict[str, Any]] = []
+    if learned:
+        share = int(budget * LEARNED_SHARE)
+        spent = count_tokens(LEARNED_HEAD) + 1
+        block: list[str] = []
+        for m in learned:
+            line = render_learned(len(block) + 1, m, now)
+            cost = count_tokens(line) + 1
+            if spent + cost > share:
+                break
+            block.append(line)
+            kept.append({**m, "layer": m.get("layer") or "L2", "kind": m.get("kind") or "memory"})
+            spent += cost
+        if block:
+            lines += [LEARNED_HEAD, *block]
+            used += spent
+    n_learned = len(kept)
+    if n_learned and items:
+        used += count_tokens(TURNS_HEAD) + 1
+        lines.append(TURNS_HEAD)
     for item in items:
         for chars in (item_chars, item_chars // 3):
-            line = render_item(len(kept) + 1, item, now, chars)
+            line = render_item(len(kept) - n_learned + 1, item, now, chars)
             cost = count_tokens(line) + 1
             if used + cost <= budget:
                 lines.append(line)
-                kept.append(item)
+                kept.append({**item, "layer": "L1", "kind": item.get("kind") or "turn"})
                 used += cost
                 break
         else:
             break
     if not kept:
         return "", [], 0
+    if lines and lines[-1] == TURNS_HEAD:
+        lines.pop()
     text = f"{OPEN}\n{NOTICE}\n" + "\n".join(lines) + f"\n{CLOSE}"
     return text, kept, count_tokens(text)
 

@@ -1,7 +1,7 @@
 """Query building: from the user's text to everything the channels need.
 
-Pure. User text is never spliced into SQL or FTS syntax: every FTS term is quoted, and the
-expression is built only from quoted terms, ``OR`` and column filters.
+Pure. The text index receives terms (``store.protocols.TextTerm``), never a query string: the
+engine's syntax (FTS5 MATCH expressions) is built inside the store, every term quoted there.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from ..index import entities as ent
-from ..index.text import CJK_RUN, WORD, bigrams, has_cjk
 from ..ingest.signatures import error_signatures
+from ..store.protocols import TextQuery, TextTerm
+from ..text import entities as ent
+from ..text.segment import CJK_RUN, WORD, bigrams, has_cjk
 
 # Function words and question words: they match everything and carry no topic.
 STOP = frozenset(
@@ -57,8 +58,8 @@ class Query:
     entities: list[tuple[str, str]] = field(default_factory=list)
     error_sigs: list[str] = field(default_factory=list)
     times: list[TimeRange] = field(default_factory=list)
-    fts: str = ""          # safe FTS5 MATCH expression over turns_fts
-    trigram: str = ""      # safe FTS5 MATCH expression over turns_trgm
+    cjk_terms: list[TextTerm] = field(default_factory=list)  # CJK runs and words for the word index
+    substrings: list[str] = field(default_factory=list)     # terms of 3+ characters for the trigram index
     short: list[str] = field(default_factory=list)  # terms too short for the trigram index
 
     @property
@@ -66,15 +67,11 @@ class Query:
         return not (self.words or self.cjk_runs or self.identifiers)
 
 
-def quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
 def cjk_words(runs: list[str]) -> list[str]:
     """Words of two or more CJK characters (jieba search mode), falling back to bigrams."""
     if not runs:
         return []
-    from ..index.text import _jieba
+    from ..text.segment import _jieba
 
     jb = _jieba()
     out: list[str] = []
@@ -89,16 +86,14 @@ def cjk_words(runs: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def fts_expression(words: list[str], runs: list[str], cwords: list[str]) -> str:
-    parts = [quote(w) for w in words]
-    for run in runs:
-        if len(run) == 1:
-            parts.append(f"cjk : {quote(run)}*")
-        else:
-            parts.append("cjk : " + quote(" ".join(bigrams(run))))
-    for w in cwords:
-        parts.append("cjk : " + quote(" ".join(bigrams(w))))
-    return " OR ".join(dict.fromkeys(parts))
+def cjk_terms(runs: list[str], cwords: list[str]) -> list[TextTerm]:
+    """The CJK runs, then their words: each matched in the index as its characters in order."""
+    return list(dict.fromkeys(TextTerm(t, cjk=True) for t in [*runs, *cwords]))
+
+
+def text_query(q: Query) -> TextQuery:
+    """Every word and CJK term of the query, any of them (the plain word-index query)."""
+    return TextQuery(tuple(dict.fromkeys([*(TextTerm(w) for w in q.words), *q.cjk_terms])))
 
 
 def identifiers(text: str, limit: int = 12) -> list[str]:
@@ -132,9 +127,8 @@ def build(text: str, *, now: float | None = None, stop: frozenset[str] = STOP) -
     q = Query(text=text, words=words, all_words=all_words, cjk_runs=runs, cjk_words=cw,
               identifiers=idents, entities=ent.extract(text, query=True),
               error_sigs=error_signatures(text), times=time_ranges(text, now if now is not None else time.time()))
-    q.fts = fts_expression(words, runs, [w for w in cw if w not in runs])
-    terms = substring_terms(text, idents, words, runs)
-    q.trigram = " OR ".join(quote(t) for t in terms if len(t) >= 3)
+    q.cjk_terms = cjk_terms(runs, [w for w in cw if w not in runs])
+    q.substrings = [t for t in substring_terms(text, idents, words, runs) if len(t) >= 3]
     q.short = [t for t in [*words, *runs] if len(t) < 3]
     return q
 

@@ -7,22 +7,19 @@ sessions (episodes) from the same evidence. Both read through a Scope only.
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..scope import Scope
-from ..store.sqlite import candidates as recrepo
 from . import coverage as cov
 from . import okapi
 from . import rank as rk
 from .channels import META_CHARS, Channel, gather, scope_corpus
 from .config import DEFAULT, OKAPI_SESSION_MAX, RecallConfig
-from .direct import VECTOR_CHANNELS, WORD_CHANNELS, floor, guard, reasons
+from .context import RecallContext
+from .direct import floor, guard, reasons
+from .gate import VECTOR_CHANNELS, WORD_CHANNELS
 from .query import Query, build, named_days
-
-if TYPE_CHECKING:
-    from ..core import Remem
 
 RRF_K = rk.RRF_K
 LEXICAL = ("bm25", "substring", "time")
@@ -95,7 +92,7 @@ def _best_per_session(hits: list[tuple[str, float]], groups: dict[str, str]) -> 
 DATE_TURNS = 2000  # turns read around a named day (most recent first) to find its sessions
 
 
-def _date_list(mem: Remem, q: Query, scope: Scope, days: float, groups: dict[str, str]) -> list[tuple[str, float]]:
+def _date_list(ctx: RecallContext, q: Query, scope: Scope, days: float, groups: dict[str, str]) -> list[tuple[str, float]]:
     """Sessions with a turn within ``days`` of a calendar day the query names, nearest first
     (score = minus the distance in days from that day's noon)."""
     named = named_days(q.text)
@@ -104,11 +101,11 @@ def _date_list(mem: Remem, q: Query, scope: Scope, days: float, groups: dict[str
     near: dict[str, float] = {}
     for day in named:
         noon = day + 43200.0
-        got = recrepo.recent(mem.db, scope, DATE_TURNS, since=noon - (days + 0.5) * 86400,
+        got = ctx.candidates.recent(scope, DATE_TURNS, since=noon - (days + 0.5) * 86400,
                              until=noon + (days + 0.5) * 86400)
         new = [t for t, _ in got if t not in groups]
         if new:
-            groups.update({t: session_key(m) for t, m in recrepo.meta(mem.db, scope, new).items()})
+            groups.update({t: session_key(m) for t, m in ctx.candidates.meta(scope, new).items()})
         for tid, when in got:
             g = groups.get(tid)
             if g:
@@ -117,7 +114,7 @@ def _date_list(mem: Remem, q: Query, scope: Scope, days: float, groups: dict[str
     return sorted(((g, -d) for g, d in near.items()), key=lambda x: -x[1])
 
 
-def _session_ranking(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, scores: dict[str, float],
+def _session_ranking(ctx: RecallContext, q: Query, scope: Scope, cfg: RecallConfig, scores: dict[str, float],
                      groups: dict[str, str], channel_hits: dict[str, list[tuple[str, float]]],
                      auto_corpus: okapi.ScopeCorpus | None = None,
                      ) -> tuple[list[tuple[str, float]], dict[str, str]]:
@@ -140,7 +137,7 @@ def _session_ranking(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, scor
     lexical: list[tuple[str, float]] = []
     if cfg.session_source in ("okapi", "auto"):
         # "auto": the corpus the ranking already looked up (scopes up to OKAPI_SESSION_MAX turns)
-        corp = scope_corpus(mem.db, scope) if cfg.session_source == "okapi" else auto_corpus
+        corp = scope_corpus(ctx, scope) if cfg.session_source == "okapi" else auto_corpus
         if corp is not None:
             words = okapi.tokenize(q.text)
             if cfg.stop_words:
@@ -163,7 +160,7 @@ def _session_ranking(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, scor
         for name in vec:
             lists[f"best_{name}"] = _best_per_session(channel_hits[name], groups)
         if cfg.session_date_days > 0:
-            dated = _date_list(mem, q, scope, cfg.session_date_days, groups)
+            dated = _date_list(ctx, q, scope, cfg.session_date_days, groups)
             if dated:
                 lists["date"] = dated
         fused, _ = rk.rrf(lists, k=cfg.rrf_k)
@@ -171,26 +168,25 @@ def _session_ranking(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, scor
     return order, {g: t for g, (t, _) in best.items()}
 
 
-def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig = DEFAULT,
+def rank(ctx: RecallContext, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig = DEFAULT,
          now: float | None = None, with_neighbours: bool = True) -> Ranked:
     """The whole ranking, with everything needed to explain it."""
-    now = time.time() if now is None else now
+    now = ctx.now() if now is None else now
     q = build(query, now=now)
     # the scope corpus (cached; None past OKAPI_SESSION_MAX turns): its speakers and its sessions
-    corp = scope_corpus(mem.db, scope, OKAPI_SESSION_MAX) if cfg.unnamed_vectors or cfg.session_source == "auto" \
+    corp = scope_corpus(ctx, scope, OKAPI_SESSION_MAX) if cfg.unnamed_vectors or cfg.session_source == "auto" \
         else None
     vq = vector_query(q, corp, now) if cfg.unnamed_vectors else q
     pre: dict[str, dict[str, Any]] = {}
-    chans = gather(mem, q, scope, cfg, pre, vector_query=vq)
+    chans = gather(ctx, q, scope, cfg, pre, vector_query=vq)
     hits = {n: c.hits for n, c in chans.items() if c.available and c.hits}
     fused, det = rk.rrf(hits, cfg.weights, k=cfg.rrf_k)
     fused = rk.agreement_bonus(fused, det, cfg.agreement, counted=[c for c in hits if c != "recency"])
     if len(hits) > 1 or "recency" not in hits:
         # recency only ranks what another channel found; it never brings a turn in alone
         fused = {t: s for t, s in fused.items() if set(det.get(t, {})) - {"recency"}}
-    db = mem.db
     meta = {t: pre[t] for t in fused if t in pre}
-    meta.update(recrepo.meta(db, scope, [t for t in fused if t not in pre], text_chars=META_CHARS))
+    meta.update(ctx.candidates.meta(scope, [t for t in fused if t not in pre], text_chars=META_CHARS))
     fused = {t: s for t, s in fused.items() if t in meta}  # scope re-checked on every candidate
     details: dict[str, dict[str, Any]] = {t: {"channels": det.get(t, {}), "boosts": {}, "evidence": {}}
                                           for t in fused}
@@ -200,9 +196,9 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
     # neighbours: the turns around the best candidates are evidence too
     if cfg.neighbour_weight and with_neighbours and fused:
         top = sorted(fused, key=lambda t: -fused[t])[:20]
-        nb = recrepo.neighbours(db, scope, [meta[t] for t in top])
+        nb = ctx.candidates.neighbours(scope, [meta[t] for t in top])
         new_ids = [x for v in nb.values() for x in v if x not in meta]
-        meta.update(recrepo.meta(db, scope, new_ids, text_chars=META_CHARS))
+        meta.update(ctx.candidates.meta(scope, new_ids, text_chars=META_CHARS))
         groups.update({t: session_key(m) for t, m in meta.items()})
         for t, v in nb.items():
             for x in v:
@@ -211,7 +207,7 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
         for t, p in parts.items():
             details.setdefault(t, {"channels": det.get(t, {}), "boosts": {}, "evidence": {}})["evidence"].update(p)
             evidence[t] = evidence.get(t, 0.0) + float(p.get("neighbour", 0.0))
-    sessions, best_turn = _session_ranking(mem, q, scope, cfg, fused, groups, hits, corp)
+    sessions, best_turn = _session_ranking(ctx, q, scope, cfg, fused, groups, hits, corp)
     if cfg.session_weight and sessions:
         srank = {g: i for i, (g, _) in enumerate(sessions, start=1)}
         for t in fused:
@@ -242,7 +238,7 @@ def rank(mem: Remem, query: str, scope: Scope, *, k: int = 10, cfg: RecallConfig
     order = sorted(final.items(), key=lambda x: (-x[1], x[0]))
     if cfg.guard_ratio or cfg.floor:
         base = _direct_base(final, fused, evidence, details, chans, cfg)
-        order = _direct(mem, q, scope, cfg, order, base, details, groups, chans, nb_of, meta, k)
+        order = _direct(ctx, q, scope, cfg, order, base, details, groups, chans, nb_of, meta, k)
     order = rk.adaptive_threshold(order, cfg.threshold)
     if cfg.mmr_lambda < 1.0 or cfg.session_cap:
         toks = {t: set((meta[t].get("request") or "").lower().split()) for t, _ in order[: k * 3]}
@@ -283,7 +279,7 @@ def _direct_base(final: dict[str, float], fused: dict[str, float], evidence: dic
     return base
 
 
-def _direct(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, order: list[tuple[str, float]],
+def _direct(ctx: RecallContext, q: Query, scope: Scope, cfg: RecallConfig, order: list[tuple[str, float]],
             base: dict[str, float], details: dict[str, dict[str, Any]], groups: dict[str, str],
             chans: dict[str, Channel], nb_of: dict[str, list[str]], meta: dict[str, dict[str, Any]],
             k: int) -> list[tuple[str, float]]:
@@ -296,9 +292,9 @@ def _direct(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, order: list[t
         if ch is not None and ch.available:
             ids += [t for t, _ in ch.hits[:10] if t in pos]
     ids = list(dict.fromkeys(ids))
-    rows = recrepo.full_rows(mem.db, scope, ids)
+    rows = ctx.candidates.full_rows(scope, ids)
     terms = cov.terms(q)
-    n, df = recrepo.doc_freqs(mem.db, terms)
+    n, df = ctx.text.doc_freqs(terms)
     weights = cov.weights(terms, n, df)
     cover: dict[str, float] = {}
     for t, _ in order:  # the rest by the start of their text (ranking rows): evidence lifts them too
@@ -328,8 +324,8 @@ def _direct(mem: Remem, q: Query, scope: Scope, cfg: RecallConfig, order: list[t
     return order
 
 
-def to_results(mem: Remem, scope: Scope, ranked: Ranked, *, explain: bool) -> list[dict[str, Any]]:
-    rows = recrepo.full_rows(mem.db, scope, [t for t, _ in ranked.items])
+def to_results(ctx: RecallContext, scope: Scope, ranked: Ranked, *, explain: bool) -> list[dict[str, Any]]:
+    rows = ctx.candidates.full_rows(scope, [t for t, _ in ranked.items])
     out = []
     for tid, score in ranked.items:
         row = rows.get(tid)
@@ -347,21 +343,21 @@ def to_results(mem: Remem, scope: Scope, ranked: Ranked, *, explain: bool) -> li
     return out
 
 
-def search(mem: Remem, query: str, scope: Scope, *, k: int = 10, explain: bool = False,
+def search(ctx: RecallContext, query: str, scope: Scope, *, k: int = 10, explain: bool = False,
            config: RecallConfig | None = None) -> list[dict[str, Any]]:
     """Top ``k`` turns for ``query`` inside ``scope``; with ``explain`` each carries ``details``
     (``channels``: name → rank/score/weight, ``boosts``: name → factor, ``evidence``, ``final``)."""
-    ranked = rank(mem, query, scope, k=k, cfg=config or DEFAULT)
-    return to_results(mem, scope, ranked, explain=explain)
+    ranked = rank(ctx, query, scope, k=k, cfg=config or DEFAULT)
+    return to_results(ctx, scope, ranked, explain=explain)
 
 
-def search_sessions(mem: Remem, query: str, scope: Scope, *, k: int = 5, config: RecallConfig | None = None,
+def search_sessions(ctx: RecallContext, query: str, scope: Scope, *, k: int = 5, config: RecallConfig | None = None,
                     related_only: bool = False) -> list[dict[str, Any]]:
     """Sessions (episodes) best first: {"session", "owner", "agent", "session_id", "score", "best_turn"}.
 
     ``related_only``: only sessions holding a turn the relevance floor finds related (resume's floor)."""
     cfg = config or DEFAULT
-    ranked = rank(mem, query, scope, k=1, cfg=cfg)
+    ranked = rank(ctx, query, scope, k=1, cfg=cfg)
     sessions = ranked.sessions
     if related_only and cfg.floor:
         ok = {session_key(ranked.meta[t]) for t, d in ranked.details.items() if d.get("reasons") and t in ranked.meta}

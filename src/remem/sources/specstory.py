@@ -35,6 +35,7 @@ stored twice.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -374,6 +375,30 @@ def _details(body: list[str]) -> ToolCall | None:
     return ToolCall(name=name, input=title, output=rest)
 
 
+_SHELL_FENCE = re.compile(r"^```(?:bash|sh|shell|zsh|console|powershell|pwsh|cmd)\s*$", re.I)
+
+
+def _terminal_run(block: str) -> ToolCall:
+    """A command the agent ran in the older format: a shell fence right after a separator, then
+    (usually) a plain fence with what the terminal printed."""
+    lines = block.split("\n")
+    j = 1
+    while j < len(lines) and not lines[j].startswith("```"):
+        j += 1
+    command = "\n".join(lines[1:j]).strip()
+    rest = lines[j + 1:]
+    while rest and not rest[0].strip():
+        rest = rest[1:]
+    output = ""
+    if rest and rest[0].strip() == "```":
+        k = 1
+        while k < len(rest) and not rest[k].startswith("```"):
+            k += 1
+        output = "\n".join(rest[1:k]).strip()
+    return ToolCall(name="run_terminal_cmd", input=json.dumps({"command": command}, ensure_ascii=False),
+                    output=output)
+
+
 def _text_tool(block: str) -> tuple[ToolCall | None, str]:
     """The older format's tool work written as plain paragraphs, or a cancellation."""
     first, _, rest = block.partition("\n")
@@ -391,6 +416,8 @@ def _text_tool(block: str) -> tuple[ToolCall | None, str]:
         return ToolCall(name="read_file", input=first[len("Read file:"):].strip()), ""
     if first.startswith("```diff"):
         return ToolCall(name="edit_file", output=block), ""
+    if _SHELL_FENCE.match(first):
+        return _terminal_run(block), ""
     if block == "Cancelled":
         return None, "cancelled"
     return None, ""

@@ -32,6 +32,7 @@ class TurnStartBody(BaseModel):
     project: str | None = None
     owner: str | None = None
     budget: int | None = Field(None, ge=100, le=20_000)
+    session_id: str | None = Field(None, max_length=400)
 
 
 class ClearBody(BaseModel):
@@ -116,7 +117,7 @@ def clear_all(mem: Mem, state: State, body: ClearBody | None = None) -> dict[str
 
 @router.get("/config", summary="Every setting with its effective value")
 def get_config(mem: Mem) -> dict[str, Any]:
-    from ...index.embed import EMBEDDERS
+    from ...embed.embedders import EMBEDDERS
 
     env = sorted(k for k, v in configmod.ENV_KEYS.items() if os.environ.get(k))
     names = ["default", *sorted(n for n in EMBEDDERS if n != "default")]
@@ -257,7 +258,7 @@ def doctor(mem: Mem, embedder: bool = False) -> dict[str, Any]:
 def turn_start(mem: Mem, body: TurnStartBody) -> dict[str, Any]:
     t0 = time.perf_counter()
     packet = mem.turn_start(body.prompt, owner=deps.owners(body.owner), agent=body.agent or None,
-                            project=body.project or None, budget=body.budget)
+                            project=body.project or None, budget=body.budget, session=body.session_id or None)
     packet = dict(packet)
     packet.setdefault("took_ms", round((time.perf_counter() - t0) * 1000, 2))
     return packet

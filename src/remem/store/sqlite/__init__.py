@@ -13,19 +13,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .audit import SqliteAudit
+from .candidates import SqliteCandidates
 from .db import connect, explain_error, transaction
+from .entities import SqliteEntities
 from .jobs import SqliteJobs
 from .learned import SqliteLearned
 from .maintenance import SqliteMaintenance
 from .migrations import migrate
 from .sources import SqliteSources
+from .text import SqliteText
 from .tombstones import SqliteTombstones
 from .turns import SqliteTurns
-from .vectors import SqliteVectorWrites
+from .vectors import SqliteVectors
 
 
 class SqliteStore:
     engine = "sqlite"
+    errors: tuple[type[Exception], ...] = (sqlite3.Error,)  # what its areas may raise besides StoreError
 
     def __init__(self, path: Path, *, readonly: bool = False, url: str = "") -> None:
         self.path = Path(path)
@@ -39,7 +43,10 @@ class SqliteStore:
         self.audit = SqliteAudit(self)
         self.tombstones = SqliteTombstones(self)
         self.maintenance = SqliteMaintenance(self)
-        self.vectors = SqliteVectorWrites(self)
+        self.candidates = SqliteCandidates(self)
+        self.text = SqliteText(self)
+        self.vectors = SqliteVectors(self)
+        self.entities = SqliteEntities(self)
 
     @property
     def key(self) -> str:

@@ -6,12 +6,16 @@ Every function takes a Scope and puts its predicate into the SQL; none reads mem
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...scope import Scope
-from .db import db_path
+from .db import connect
+
+if TYPE_CHECKING:
+    from . import SqliteStore
 
 META = ("id, owner, agent, project, session_id, status, importance, access_count, started_at, ended_at, "
         "created_at, updated_at, error_sigs, kind")
@@ -134,37 +138,11 @@ def session_turns(db: sqlite3.Connection, scope: Scope, owner: str, agent: str, 
     return [dict(r) for r in db.execute(sql, [session_id, owner, agent, *params, limit])]
 
 
-_STAMPED: dict[tuple[Any, ...], tuple[Any, float]] = {}
-
-
-def until_write(db: sqlite3.Connection, key: tuple[Any, ...], compute: Callable[[], Any], ttl: float = 60.0,
-                *, any_write: bool = True) -> Any:
-    """``compute()`` cached per database, ``key`` and newest turn rowid: new turns recompute at
-    once, deletions (which keep the newest rowid) within ``ttl`` seconds. ``any_write=False``:
-    new turns too wait for ``ttl`` (for statistics a few new turns barely move)."""
-    top = int(db.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0]) if any_write else 0
-    k = (db_path(db), *key, top)
-    now = time.monotonic()
-    got = _STAMPED.get(k)
-    if got is not None and now - got[1] < ttl:
-        return got[0]
-    value = compute()
-    if len(_STAMPED) > 512:
-        _STAMPED.clear()
-    _STAMPED[k] = (value, now)
-    return value
-
-
 def count_upto(db: sqlite3.Connection, scope: Scope, limit: int) -> int:
     """Turns in scope, counting no further than ``limit`` (reads at most that many index entries)."""
     where, params = scope.sql()
     return int(db.execute(f"SELECT count(*) FROM (SELECT 1 FROM turns WHERE {where} AND deleted = 0 LIMIT ?)",
                           [*params, limit]).fetchone()[0])
-
-
-def scope_at_most(db: sqlite3.Connection, scope: Scope, limit: int) -> bool:
-    """True when the scope holds at most ``limit`` turns (cached until the next write)."""
-    return bool(until_write(db, ("at_most", scope, limit), lambda: count_upto(db, scope, limit + 1) <= limit))
 
 
 def scope_size(db: sqlite3.Connection, scope: Scope) -> tuple[int, int, float]:
@@ -184,40 +162,6 @@ def iter_texts(db: sqlite3.Connection, scope: Scope) -> Iterator[tuple[str, str,
         yield r[0], r[1], r[2], r[3], r[4], r[5]
 
 
-_DF: dict[tuple[str, str], tuple[int, float]] = {}
-DF_TTL = 300.0  # document frequencies move slowly; re-read them every five minutes
-
-
-def doc_freqs(db: sqlite3.Connection, terms: list[str]) -> tuple[int, dict[str, int]]:
-    """(approximate corpus size, documents holding each term) over all turns, cached.
-
-    Statistics only (no memory text, no ids): used to leave very common words out of a query.
-    """
-    import time
-
-    key_db = db_path(db)
-    now = time.time()
-    out: dict[str, int] = {}
-    missing = []
-    for t in terms:
-        got = _DF.get((key_db, t))
-        if got and now - got[1] < DF_TTL:
-            out[t] = got[0]
-        else:
-            missing.append(t)
-    if missing:
-        marks = ",".join("?" * len(missing))
-        found = dict(db.execute(f"SELECT term, doc FROM turns_fts_vocab WHERE term IN ({marks})", missing).fetchall())
-        if len(_DF) > 50_000:
-            _DF.clear()
-        for t in missing:
-            out[t] = int(found.get(t, 0))
-            if out[t]:  # an unseen word is cheap to look up again, and may be written any moment
-                _DF[(key_db, t)] = (out[t], now)
-    n = int(db.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0])
-    return n, out
-
-
 def touch(db: sqlite3.Connection, scope: Scope, ids: list[str], now: float) -> None:
     """Count an access of these turns (looked up by id: the scope index would scan the scope)."""
     if not ids:
@@ -226,3 +170,107 @@ def touch(db: sqlite3.Connection, scope: Scope, ids: list[str], now: float) -> N
     db.execute(f"UPDATE turns SET access_count = access_count + 1, last_access = ? WHERE rowid IN ("
                f"SELECT t.rowid FROM (VALUES {','.join(['(?)'] * len(ids))}) c CROSS JOIN turns t "
                f"ON t.id = c.column1 WHERE {where})", [now, *ids, *params])
+
+
+Row = tuple[str, str, str, str, str, "float | None"]  # id, session key, request, reply, summary, started_at
+
+
+class SqliteCandidates:
+    """``store.candidates`` of the SQLite engine: the scoped reads of recall, and their small caches
+    (held here, on the store instance, not in module globals keyed by a file)."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+        self._stamped: dict[tuple[Any, ...], tuple[Any, float]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        return self.store.conn
+
+    def meta(self, scope: Scope, ids: list[str], text_chars: int = 0) -> dict[str, dict[str, Any]]:
+        return meta(self._db, scope, ids, text_chars)
+
+    def full_rows(self, scope: Scope, ids: list[str]) -> dict[str, dict[str, Any]]:
+        return full_rows(self._db, scope, ids)
+
+    def neighbours(self, scope: Scope, rows: list[dict[str, Any]], window: int = 1) -> dict[str, list[str]]:
+        return neighbours(self._db, scope, rows, window)
+
+    def recent(self, scope: Scope, limit: int, *, since: float | None = None,
+               until: float | None = None) -> list[tuple[str, float]]:
+        return recent(self._db, scope, limit, since=since, until=until)
+
+    def by_error(self, scope: Scope, sigs: list[str], limit: int) -> list[tuple[str, float]]:
+        return by_error(self._db, scope, sigs, limit)
+
+    def fixes_after(self, scope: Scope, row: dict[str, Any], limit: int = 2) -> list[dict[str, Any]]:
+        return fixes_after(self._db, scope, row, limit)
+
+    def session_turns(self, scope: Scope, owner: str, agent: str, session_id: str,
+                      limit: int = 200) -> list[dict[str, Any]]:
+        return session_turns(self._db, scope, owner, agent, session_id, limit)
+
+    def session_turns_of_any_agent(self, scope: Scope, session_id: str, limit: int = 500) -> list[dict[str, Any]]:
+        """Whole turns of a session id (any agent in scope), oldest first."""
+        from .turns import list_turns
+
+        return [dict(r) for r in list_turns(self._db, scope, session_id=session_id, limit=limit, order="asc")]
+
+    def until_write(self, key: tuple[Any, ...], compute: Callable[[], Any], ttl: float = 60.0,
+                    *, any_write: bool = True) -> Any:
+        """``compute()`` cached per ``key`` and newest turn rowid: new turns recompute at once,
+        deletions (which keep the newest rowid) within ``ttl`` seconds. ``any_write=False``: new
+        turns too wait for ``ttl`` (for statistics a few new turns barely move)."""
+        top = int(self._db.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0]) if any_write else 0
+        k = (*key, top)
+        now = time.monotonic()
+        got = self._stamped.get(k)
+        if got is not None and now - got[1] < ttl:
+            return got[0]
+        value = compute()
+        with self._lock:
+            if len(self._stamped) > 512:
+                self._stamped.clear()
+            self._stamped[k] = (value, now)
+        return value
+
+    def count_upto(self, scope: Scope, limit: int) -> int:
+        return count_upto(self._db, scope, limit)
+
+    def scope_at_most(self, scope: Scope, limit: int) -> bool:
+        """True when the scope holds at most ``limit`` turns (cached until the next write)."""
+        return bool(self.until_write(("at_most", scope, limit),
+                                     lambda: count_upto(self._db, scope, limit + 1) <= limit))
+
+    def scope_size(self, scope: Scope) -> tuple[int, int, float]:
+        return scope_size(self._db, scope)
+
+    def texts(self, scope: Scope) -> list[Row]:
+        return list(iter_texts(self._db, scope))
+
+    @property
+    def can_snapshot(self) -> bool:
+        """A background thread can read on a connection of its own (a database file)."""
+        return self.store.path.exists()
+
+    def texts_snapshot(self, scope: Scope) -> tuple[tuple[int, int, float], list[Row]]:
+        """(the scope's size stamp, its texts), read in one snapshot on a read-only connection of
+        its own (for a rebuild on a background thread)."""
+        conn = connect(self.store.path, readonly=True)
+        try:
+            conn.execute("BEGIN")  # one snapshot for the stamp and the rows
+            return scope_size(conn, scope), list(iter_texts(conn, scope))
+        finally:
+            conn.close()
+
+    def touch_many(self, shown: list[tuple[Scope, list[str], float]], *, wait: bool = True) -> None:
+        """Count accesses ((scope, turn ids, when) each) in one transaction; ``wait=False`` gives up at
+        once (StoreError) when another writer holds the lock."""
+        with self.store.transaction(wait=wait) as db:
+            for scope, ids, now in shown:
+                touch(db, scope, ids, now)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._stamped.clear()

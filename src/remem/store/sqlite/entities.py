@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
+from typing import TYPE_CHECKING
 
 from ...scope import Scope
-from .candidates import count_upto, until_write
+from .candidates import count_upto
+
+if TYPE_CHECKING:
+    from . import SqliteStore
 
 MAX_COUNT = 2_001       # mention counts are only compared with the hub limit: stop counting past it
 MAX_EDGE_ENTITIES = 12  # pairs grow quadratically: 12 entities → 66 edges per turn
@@ -147,18 +151,45 @@ EXACT_UP_TO = 5_000   # scopes up to this size are counted exactly
 SESSIONS_TTL = 600.0  # … larger ones from the sessions' counts, re-read every ten minutes
 
 
-def turn_count(db: sqlite3.Connection, scope: Scope) -> int:
-    """Turns in scope, for IDF weights: exact up to EXACT_UP_TO (cached until the next write),
-    above that the sessions' turn counts (one row per session, far cheaper than counting turns),
-    cached for SESSIONS_TTL seconds whatever is written: a live turn start must not pay for a
-    recount after every turn end, and a few new turns barely move an IDF."""
-    direct = int(until_write(db, ("turn_count", scope), lambda: count_upto(db, scope, EXACT_UP_TO)))
-    if direct < EXACT_UP_TO:
-        return direct
+class SqliteEntities:
+    """``store.entities`` of the SQLite engine: lookups by entity (the writes are ``put_mentions*``,
+    called inside the write pipeline's transaction)."""
 
-    def sessions_sum() -> int:
-        where, params = scope.sql()
-        return int(db.execute(f"SELECT coalesce(sum(turn_count), 0) FROM sessions WHERE {where}", params).fetchone()[0])
+    max_count = MAX_COUNT  # mention counts stop here
 
-    return max(int(until_write(db, ("session_turns", scope), sessions_sum, SESSIONS_TTL, any_write=False)),
-               EXACT_UP_TO)
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        return self.store.conn
+
+    def lookup(self, scope: Scope, ents: list[tuple[str, str]]) -> list[tuple[int, str, str, int]]:
+        return lookup(self._db, scope, ents)
+
+    def related(self, scope: Scope, ids: list[int], limit: int) -> list[tuple[int, float]]:
+        return related(self._db, scope, ids, limit)
+
+    def turns_mentioning(self, scope: Scope, entity_id: int, limit: int) -> list[str]:
+        return turns_mentioning(self._db, scope, entity_id, limit)
+
+    def mention_counts(self, ids: list[int]) -> dict[int, int]:
+        return mention_counts(self._db, ids)
+
+    def turn_count(self, scope: Scope) -> int:
+        """Turns in scope, for IDF weights: exact up to EXACT_UP_TO (cached until the next write),
+        above that the sessions' turn counts (one row per session, far cheaper than counting turns),
+        cached for SESSIONS_TTL seconds whatever is written: a live turn start must not pay for a
+        recount after every turn end, and a few new turns barely move an IDF."""
+        db, cands = self._db, self.store.candidates
+        direct = int(cands.until_write(("turn_count", scope), lambda: count_upto(db, scope, EXACT_UP_TO)))
+        if direct < EXACT_UP_TO:
+            return direct
+
+        def sessions_sum() -> int:
+            where, params = scope.sql()
+            return int(db.execute(f"SELECT coalesce(sum(turn_count), 0) FROM sessions WHERE {where}",
+                                  params).fetchone()[0])
+
+        return max(int(cands.until_write(("session_turns", scope), sessions_sum, SESSIONS_TTL, any_write=False)),
+                   EXACT_UP_TO)

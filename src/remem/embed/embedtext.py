@@ -21,6 +21,8 @@ import json
 import re
 from typing import Any
 
+from ..text.cjk import WIDE
+
 #: the request's budget (LoCoMo's longest turn has 444 characters)
 REQUEST_BUDGET = 480
 #: the opening of the summary or reply
@@ -30,7 +32,7 @@ ACTIONS_BUDGET = 200
 TARGET_BUDGET = 70
 ERROR_BUDGET = 80
 
-_CJK = re.compile("[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+_CJK = re.compile(f"[{WIDE}]")
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _SPACE = re.compile(r"\s+")
 _ERROR_LINE = re.compile(

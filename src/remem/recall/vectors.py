@@ -1,10 +1,10 @@
-"""In-memory vector index: one per (database, model, field), loaded from the embeddings table.
+"""In-memory vector index: one per (store, model, field), loaded from the stored embeddings (``store.vectors``).
 
 * Exact cosine search (vectors are unit length, so a dot product) over float32 blocks of
   ``BLOCK`` rows: memory is the raw vector bytes plus at most one partly filled block plus
   small per-row metadata (≤ 1.2× raw for any store past a few thousand vectors).
 * Incremental: each search first applies what changed since the last one — vectors created
-  or re-embedded (``created_at`` ≥ the last seen, via an index) and deletions (a trigger-fed
+  or re-embedded (written after the last seen, via an index) and deletions (a trigger-fed
   log) — with O(log n) checks when nothing changed.
 * Scoped: the scope is applied to every result through per-row owner/agent/project codes
   before ranking; a row outside the scope can never be returned.
@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..scope import Scope
-from ..store.sqlite.db import db_path
+from ..store.protocols import VectorRows
 
 BLOCK = 4096
 SPLIT_FROM = 8  # blocks (32k vectors): from here a search splits its scan over two threads
@@ -183,30 +182,23 @@ class VectorIndex:
             self.row_ids[slot] = None
             self.blocks[slot // BLOCK][slot % BLOCK] = 0.0
 
-    def refresh(self, db: sqlite3.Connection) -> int:
-        """Apply changes since the last refresh; returns how many rows changed."""
+    def refresh(self, rows: VectorRows) -> int:
+        """Apply changes since the last refresh (read from ``store.vectors``); returns how many rows changed."""
         changed = 0
-        last_seq = db.execute("SELECT coalesce(max(seq), 0) FROM embedding_deletes").fetchone()[0]
+        last_seq = rows.last_delete()
         if last_seq > self.seen_delete_seq:
-            for (rid,) in db.execute(
-                    "SELECT row_id FROM embedding_deletes WHERE seq > ? AND model_id = ? AND field = ? "
-                    "AND row_kind = ? ORDER BY seq", (self.seen_delete_seq, self.model_id, self.field,
-                                                      self.row_kind)):
+            for rid in rows.deleted_since(self.seen_delete_seq, self.model_id, self.field, self.row_kind):
                 self._drop(rid)
                 changed += 1
             self.seen_delete_seq = last_seq
-        newest = db.execute("SELECT max(created_at) FROM embeddings WHERE model_id = ? AND field = ?",
-                            (self.model_id, self.field)).fetchone()[0]
+        newest = rows.newest(self.model_id, self.field)
         if newest is not None and newest > self.seen_created:
             # one write batch shares one created_at, so "newer than the last seen" misses nothing
-            rows = db.execute(
-                "SELECT row_id, vector, owner, agent, project FROM embeddings "
-                "WHERE model_id = ? AND field = ? AND row_kind = ? AND created_at > ? ORDER BY created_at",
-                (self.model_id, self.field, self.row_kind, self.seen_created))
-            for row_id, vec, owner, agent, project in rows:
+            for row_id, vec, owner, agent, project in rows.written_since(self.model_id, self.field,
+                                                                        self.seen_created, self.row_kind):
                 self._put(row_id, vec, owner, agent, project)
                 changed += 1
-            self.seen_created = float(newest)
+            self.seen_created = newest
         return changed
 
     def _unsum(self, slot: int) -> None:
@@ -373,78 +365,66 @@ class VectorIndex:
         return int(self.alive[: self.n].sum())
 
 
-_INDEXES: dict[tuple[str, str, str, str], VectorIndex] = {}
-_REG_LOCK = threading.Lock()
+class VectorIndexes:
+    """The in-memory indexes of one store (one per model and field), refreshed from ``store.vectors``
+    before each use. Held by the store's RecallContext: a second handle on the same database keeps
+    its own."""
 
+    def __init__(self, rows: VectorRows) -> None:
+        self.rows = rows
+        self._indexes: dict[tuple[str, str, str], VectorIndex] = {}
+        self._lock = threading.Lock()
 
-def db_key(db: sqlite3.Connection) -> str:
-    return db_path(db) or str(id(db))
+    def get(self, model_id: str, field: str, dim: int) -> VectorIndex:
+        """The refreshed index for this model and field."""
+        key = (model_id, field, "turn")
+        with self._lock:
+            idx = self._indexes.get(key)
+            if idx is None or idx.dim != dim:
+                idx = self._indexes[key] = VectorIndex(model_id, field, dim)
+        with idx.lock:
+            idx.refresh(self.rows)
+        return idx
 
+    def has_vectors(self, model_id: str, field: str) -> bool:
+        return self.rows.has(model_id, field)
 
-def get_index(db: sqlite3.Connection, model_id: str, field: str, dim: int) -> VectorIndex:
-    """The shared, refreshed index for this database file, model and field."""
-    key = (db_key(db), model_id, field, "turn")
-    with _REG_LOCK:
-        idx = _INDEXES.get(key)
-        if idx is None or idx.dim != dim:
-            idx = _INDEXES[key] = VectorIndex(model_id, field, dim)
-    with idx.lock:
-        idx.refresh(db)
-    return idx
+    def search(self, scope: Scope, query: np.ndarray, model_id: str, field: str, k: int) -> list[tuple[str, float]]:
+        idx = self.get(model_id, field, int(np.asarray(query).shape[-1]))
+        with idx.lock:
+            return idx.search(query, scope, k)
 
+    def search_fields(self, scope: Scope, query: np.ndarray, model_id: str, fields: list[str],
+                      k: int) -> dict[str, list[tuple[str, float]]]:
+        """:meth:`search` over several fields at once: the indexes refresh here (one database
+        connection, one thread), then the scans run side by side (numpy releases the GIL)."""
+        dim = int(np.asarray(query).shape[-1])
+        idxs = {f: self.get(model_id, f, dim) for f in fields}
 
-def search(db: sqlite3.Connection, scope: Scope, query: np.ndarray, model_id: str, field: str,
-           k: int) -> list[tuple[str, float]]:
-    idx = get_index(db, model_id, field, int(np.asarray(query).shape[-1]))
-    with idx.lock:
-        return idx.search(query, scope, k)
+        def one(f: str) -> list[tuple[str, float]]:
+            with idxs[f].lock:
+                return idxs[f].search(query, scope, k)
 
+        if len(fields) < 2:
+            return {f: one(f) for f in fields}
+        later = _pool("field").submit(one, fields[0])
+        out = {f: one(f) for f in fields[1:]}
+        return {fields[0]: later.result(), **out}
 
-def search_fields(db: sqlite3.Connection, scope: Scope, query: np.ndarray, model_id: str, fields: list[str],
-                  k: int) -> dict[str, list[tuple[str, float]]]:
-    """:func:`search` over several fields at once: the indexes refresh here (one database
-    connection, one thread), then the scans run side by side (numpy releases the GIL)."""
-    dim = int(np.asarray(query).shape[-1])
-    idxs = {f: get_index(db, model_id, f, dim) for f in fields}
+    def mean_similarity(self, scope: Scope, query: np.ndarray, model_id: str, field: str) -> float | None:
+        """The query's cosine to the scope owners' mean vector of ``field``: how close a typical
+        memory of theirs is, the baseline a related hit must stand out from (None: no vectors)."""
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        idx = self.get(model_id, field, int(q.shape[0]))
+        with idx.lock:
+            mean = idx.mean_vector(scope)
+        return None if mean is None else float(mean @ q)
 
-    def one(f: str) -> list[tuple[str, float]]:
-        with idxs[f].lock:
-            return idxs[f].search(query, scope, k)
+    def forget(self) -> None:
+        """Drop the loaded indexes (the next search reloads them)."""
+        with self._lock:
+            self._indexes.clear()
 
-    if len(fields) < 2:
-        return {f: one(f) for f in fields}
-    later = _pool("field").submit(one, fields[0])
-    out = {f: one(f) for f in fields[1:]}
-    return {fields[0]: later.result(), **out}
-
-
-def mean_similarity(db: sqlite3.Connection, scope: Scope, query: np.ndarray, model_id: str,
-                    field: str) -> float | None:
-    """The query's cosine to the scope owners' mean vector of ``field``: how close a typical
-    memory of theirs is, the baseline a related hit must stand out from (None: no vectors)."""
-    q = np.asarray(query, dtype=np.float32).reshape(-1)
-    idx = get_index(db, model_id, field, int(q.shape[0]))
-    with idx.lock:
-        mean = idx.mean_vector(scope)
-    return None if mean is None else float(mean @ q)
-
-
-def has_vectors(db: sqlite3.Connection, model_id: str, field: str) -> bool:
-    return db.execute("SELECT 1 FROM embeddings WHERE model_id = ? AND field = ? LIMIT 1",
-                      (model_id, field)).fetchone() is not None
-
-
-def forget(db: sqlite3.Connection | None = None) -> None:
-    """Drop cached indexes (all, or this database's)."""
-    with _REG_LOCK:
-        if db is None:
-            _INDEXES.clear()
-        else:
-            k = db_key(db)
-            for key in [x for x in _INDEXES if x[0] == k]:
-                del _INDEXES[key]
-
-
-def info() -> list[dict[str, Any]]:
-    return [{"db": k[0], "model": k[1], "field": k[2], "rows": len(v), **v.memory_bytes()}
-            for k, v in _INDEXES.items()]
+    def info(self) -> list[dict[str, Any]]:
+        return [{"model": k[0], "field": k[1], "rows": len(v), **v.memory_bytes()}
+                for k, v in self._indexes.items()]

@@ -353,7 +353,7 @@ class Encoder:
             except OSError:
                 pass
         # in a child process: building holds ~0.5 GB that a long-lived daemon would keep
-        cmd = [sys.executable, "-m", "remem.index.e5onnx", str(self.model.path), str(self.cache)]
+        cmd = [sys.executable, "-m", "remem.embed.e5onnx", str(self.model.path), str(self.cache)]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT,
                                   preexec_fn=_lower_priority if os.name == "posix" else None)
@@ -438,12 +438,12 @@ def _lower_priority() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m remem.index.e5onnx MODEL.bin DEST.onnx``: build the int8 encoder."""
+    """``python -m remem.embed.e5onnx MODEL.bin DEST.onnx``: build the int8 encoder."""
     import logging
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
-        print("usage: python -m remem.index.e5onnx MODEL.bin DEST.onnx", file=sys.stderr)
+        print("usage: python -m remem.embed.e5onnx MODEL.bin DEST.onnx", file=sys.stderr)
         return 2
     logging.disable(logging.WARNING)  # onnxruntime's quantiser advises pre-processing on the root logger
     build_int8(ModelFile(args[0]), Path(args[1]))

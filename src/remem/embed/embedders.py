@@ -46,6 +46,7 @@ import numpy as np
 
 from ..errors import RememError
 from ..plugins import Registry
+from ..text.cjk import LETTERS as _CJK
 
 __all__ = [
     "BUILTIN",
@@ -68,7 +69,7 @@ __all__ = [
 # Chosen by src/remem/bench/embedders.py (bench/RESULTS.md, "Embedding models"): best recall of the local
 # models (above BM25 alone on LoCoMo), multilingual incl. Chinese and English->Chinese, loads in
 # 0.1 s. Its cost is speed (about 0.3 ms per token per core on onnxruntime), so remem embeds
-# what carries the signal (index/embedtext.py), in the background. use-m3 is the fast multilingual alternative.
+# what carries the signal (embed/embedtext.py), in the background. use-m3 is the fast multilingual alternative.
 DEFAULT_EMBEDDER = "e5-small"
 
 # How much closer than the owner's typical memory (the cosine to the mean of their vectors) a
@@ -142,7 +143,6 @@ def _as_list(texts: Sequence[str]) -> list[str]:
 # --------------------------------------------------------------------------- hash
 
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
 _CJK_CHAR = re.compile(rf"[{_CJK}]")
 # Words that carry no topic; without IDF they would dominate short texts.
@@ -463,7 +463,7 @@ class E5SmallEmbedder(_LazyModel):
                 return vecs
         return np.asarray(self._model.encode(texts, query), dtype=np.float32).reshape(len(texts), self.dim)
 
-    # -- the same weights on onnxruntime (index/e5onnx.py) -------------------------------------
+    # -- the same weights on onnxruntime (embed/e5onnx.py) -------------------------------------
     def prepare_onnx(self, cache_dir: str | os.PathLike[str], *, wait: bool = False) -> str:
         """Embed with the same weights on onnxruntime, about 3x faster than the engine
         (bench/RESULTS.md, "e5-small on onnxruntime"). Builds the encoder into ``cache_dir`` once (about 5 s,

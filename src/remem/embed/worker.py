@@ -28,7 +28,7 @@ RATE_EVERY = 15.0  # seconds between two writes of the rate during a run
 
 
 def embed_text(request: str, summary: str, reply: str) -> str:
-    """What the 'summary' vector sees (index/embedtext.py)."""
+    """What the 'summary' vector sees (embed/embedtext.py)."""
     return summary_text(request, summary, reply)
 
 

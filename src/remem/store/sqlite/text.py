@@ -1,0 +1,191 @@
+"""The text index (``store.text``): word / CJK search (FTS5 bm25), trigram substrings, word statistics.
+
+Recall hands in terms from its own query parse (``store.protocols.TextQuery``); the FTS5 syntax is
+built here only, every term quoted, so user text is never spliced into a MATCH expression.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from ...scope import Scope
+from ..protocols import TextQuery, TextTerm
+
+if TYPE_CHECKING:
+    from . import SqliteStore
+
+log = logging.getLogger("remem.recall")
+
+# bm25 column weights of turns_fts: request, reply, summary, actions, cjk
+BM25 = "bm25(turns_fts, 3.0, 1.5, 0.8, 2.0, 2.0)"
+# Ranking the matches first and checking the scope of the best few after is a third of the
+# cost of joining every match with its turn (21 → 7 ms for 7,000 matches at 100k turns), when
+# the scope holds most of the store (one developer's memory). Per scope, the share of ranked
+# matches found in it last time decides whether to try that way first.
+FTS_FIRST_SHARE = 0.3
+DF_TTL = 300.0  # document frequencies move slowly; re-read them every five minutes
+
+
+def quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _bigrams(run: str) -> list[str]:
+    return [run[i: i + 2] for i in range(len(run) - 1)] if len(run) >= 2 else ([run] if run else [])
+
+
+def term_expression(t: TextTerm) -> str:
+    """One term as FTS5 syntax: a quoted word (``*`` for a prefix); a CJK term as the phrase of its
+    bigrams on the ``cjk`` column (one character: a prefix there)."""
+    if t.cjk:
+        return f"cjk : {quote(t.text)}*" if len(t.text) == 1 else "cjk : " + quote(" ".join(_bigrams(t.text)))
+    return f"{quote(t.text)}*" if t.prefix else quote(t.text)
+
+
+def match_expression(q: TextQuery) -> str:
+    """The MATCH expression of a query: its terms OR-ed (AND-ed with ``every``), each once."""
+    return (" AND " if q.every else " OR ").join(dict.fromkeys(term_expression(t) for t in q.terms))
+
+
+def trigram_expression(terms: list[str]) -> str:
+    return " OR ".join(quote(t) for t in terms if len(t) >= 3)
+
+
+class SqliteText:
+    """``store.text`` of the SQLite engine (turns_fts, turns_trgm, turns_fts_vocab)."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+        self._lock = threading.Lock()
+        self._in_scope: dict[Scope, float] = {}               # scope → share of ranked matches in it
+        self._df: dict[str, tuple[int, float]] = {}           # term → (documents, when read)
+
+    # -- statistics ------------------------------------------------------------------------------
+    def size(self) -> int:
+        """Approximate number of turns ever indexed (the newest rowid): cheap, for size thresholds."""
+        return int(self.store.conn.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0])
+
+    def doc_freqs(self, terms: list[str]) -> tuple[int, dict[str, int]]:
+        """(approximate corpus size, documents holding each term) over all turns, cached.
+
+        Statistics only (no memory text, no ids): used to leave very common words out of a query
+        and to weigh a prompt's words (recall/coverage.py)."""
+        now = time.time()
+        out: dict[str, int] = {}
+        missing = []
+        with self._lock:
+            for t in terms:
+                got = self._df.get(t)
+                if got and now - got[1] < DF_TTL:
+                    out[t] = got[0]
+                else:
+                    missing.append(t)
+        if missing:
+            marks = ",".join("?" * len(missing))
+            found = dict(self.store.conn.execute(f"SELECT term, doc FROM turns_fts_vocab WHERE term IN ({marks})",
+                                                 missing).fetchall())
+            with self._lock:
+                if len(self._df) > 50_000:
+                    self._df.clear()
+                for t in missing:
+                    out[t] = int(found.get(t, 0))
+                    if out[t]:  # an unseen word is cheap to look up again, and may be written any moment
+                        self._df[t] = (out[t], now)
+        return self.size(), out
+
+    def forget(self) -> None:
+        with self._lock:
+            self._df.clear()
+            self._in_scope.clear()
+
+    # -- word / CJK search (bm25) ----------------------------------------------------------------
+    def search_words(self, scope: Scope, query: TextQuery, limit: int, *, since: float | None = None,
+                     until: float | None = None, newest: bool = False) -> list[tuple[str, float]]:
+        """bm25 over the word and CJK index inside scope (and a time range), best first (turn id,
+        higher is better); a query the index rejects matches nothing.
+
+        ``newest``: rank only the newest ``limit`` matches (FTS5 walks its postings backwards and
+        stops), for queries whose words are all so common that scoring every match costs the most
+        and tells the least."""
+        expr = match_expression(query)
+        if not expr:
+            return []
+        return self._fts(scope, expr, limit, since=since, until=until, newest=newest)
+
+    def _fts(self, scope: Scope, expr: str, limit: int, *, since: float | None = None, until: float | None = None,
+             newest: bool = False) -> list[tuple[str, float]]:
+        db = self.store.conn
+        where, params = scope.sql("t")
+        extra, args = "", []
+        if since is not None:
+            extra += " AND coalesce(t.ended_at, t.started_at, t.created_at) >= ?"
+            args.append(since)
+        if until is not None:
+            extra += " AND coalesce(t.ended_at, t.started_at, t.created_at) < ?"
+            args.append(until)
+        sql = (f"SELECT t.id, {BM25} AS s FROM turns_fts "
+               f"JOIN turns t ON t.rowid = turns_fts.rowid WHERE turns_fts MATCH ? AND {where} AND t.deleted = 0"
+               f"{extra} ORDER BY " + ("turns_fts.rowid DESC" if newest else "s, t.rowid") + " LIMIT ?")
+        try:
+            if not extra and not newest:
+                got = self._fts_first(scope, expr, limit)
+                if got is not None:
+                    return got
+            hits = [(r[0], -float(r[1])) for r in db.execute(sql, [expr, *params, *args, limit])]
+            return sorted(hits, key=lambda h: -h[1]) if newest else hits
+        except sqlite3.OperationalError as e:
+            log.debug("fts query rejected: %s", e)
+            return []
+
+    def _fts_first(self, scope: Scope, expr: str, limit: int) -> list[tuple[str, float]] | None:
+        """The scope's best ``limit`` matches, from the best matches overall; None when too few of
+        those are in scope (the caller then joins every match with its turn)."""
+        db = self.store.conn
+        share = self._in_scope.get(scope, 1.0)
+        if share < FTS_FIRST_SHARE:
+            return None
+        want = min(8 * limit, int(limit / share * 1.5) + 8)
+        ranked = db.execute(f"SELECT rowid, {BM25} AS s FROM turns_fts WHERE turns_fts MATCH ? ORDER BY s, rowid "
+                            f"LIMIT ?", (expr, want)).fetchall()
+        if not ranked:
+            return []
+        where, params = scope.sql(by_key=True)
+        marks = ",".join("?" * len(ranked))
+        ids = dict(db.execute(f"SELECT rowid, id FROM turns WHERE rowid IN ({marks}) AND {where} AND deleted = 0",
+                              [r[0] for r in ranked] + list(params)).fetchall())
+        with self._lock:
+            if len(self._in_scope) > 256:
+                self._in_scope.clear()
+            self._in_scope[scope] = len(ids) / len(ranked)
+        hits = [(ids[r], -float(sc)) for r, sc in ranked if r in ids]
+        if len(hits) >= limit or len(ranked) < want:  # enough, or every match was ranked
+            return hits[:limit]
+        return None
+
+    # -- substrings ------------------------------------------------------------------------------
+    def search_substrings(self, scope: Scope, terms: list[str], limit: int) -> list[tuple[str, float]]:
+        """Trigram search for any of ``terms`` (identifiers, partial words, CJK runs of ≥ 3 characters)."""
+        expr = trigram_expression(terms)
+        if not expr:
+            return []
+        where, params = scope.sql("t")
+        sql = (f"SELECT t.id, bm25(turns_trgm) AS s FROM turns_trgm JOIN turns t ON t.rowid = turns_trgm.rowid "
+               f"WHERE turns_trgm MATCH ? AND {where} AND t.deleted = 0 ORDER BY s LIMIT ?")
+        try:
+            return [(r[0], -float(r[1])) for r in self.store.conn.execute(sql, [expr, *params, limit])]
+        except sqlite3.OperationalError:
+            return []
+
+    def search_short(self, scope: Scope, needle: str, limit: int, scan_limit: int = 3000) -> list[tuple[str, float]]:
+        """A plain scan of the newest turns for a needle too short for the trigram index (1–2 characters)."""
+        if not needle:
+            return []
+        where, params = scope.sql()
+        sql = (f"SELECT id FROM (SELECT id, request, reply FROM turns WHERE {where} AND deleted = 0 "
+               f"ORDER BY rowid DESC LIMIT ?) WHERE instr(request, ?) > 0 OR instr(reply, ?) > 0 LIMIT ?")
+        rows = self.store.conn.execute(sql, [*params, scan_limit, needle, needle, limit]).fetchall()
+        return [(r[0], 1.0) for r in rows]

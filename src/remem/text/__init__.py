@@ -1,0 +1,1 @@
+"""Text shapes: the one CJK range, segmentation for the word index (CJK bigrams + jieba), entity extraction."""
