@@ -201,8 +201,8 @@ def run(data: str, labels_dir: str | None, projects: list[str] | None = None) ->
                         "turns": total_turns, "learn_seconds": round(total_time, 3),
                         "turns_per_second": round(total_turns / total_time, 1) if total_time else None,
                         "seconds_per_1000_turns": round(1000 * total_time / total_turns, 3) if total_turns else None},
-            "not_measured": "need-point coverage, false injection, packet size, stale injections and database "
-                            "growth need the store wiring (next wave); not reported rather than faked"}
+            "not_measured": "need-point coverage and false injection: python -m remem.bench.learn_packets; "
+                            "stale injections, packet size and database growth are not measured yet"}
 
 
 def main(argv: list[str] | None = None) -> int:
