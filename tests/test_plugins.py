@@ -351,3 +351,43 @@ def test_register_called_the_wrong_way_says_how(fresh_plugins):
     assert "hash" in plugins.embedders()
     assert "plugin 'wrong': register_embedders failed: PluginError: register(name, embedder) was called with " \
            "1 argument(s)" in plugins.problems()
+
+
+JOB_PLUGIN = '''
+from remem.plugins import hookimpl
+
+
+def count_turns(ctx):
+    ctx.report({"phase": "counting"})
+    return {"turns": ctx.mem.stats()["turns"], "asked": ctx.payload.get("n")}
+
+
+@hookimpl
+def register_job_kinds(register):
+    register("demo-count", count_turns)
+'''
+
+
+def test_a_plugin_job_kind_runs_in_the_daemon(tmp_path, remem_home):
+    """The daemon's job runner takes its kinds from the contract: a job of a plugin's kind, queued in
+    the store, is claimed and run by the real daemon, and its result is readable over the API."""
+    import time
+
+    import remem
+    from remem.server.testing import Daemon
+
+    site = tmp_path / "site"
+    install_plugin(site, "remem-jobs-plugin", "remem_jobs_demo", JOB_PLUGIN, entry="jobsdemo")
+    with remem.open() as m:
+        m.add("the release checklist lives in docs/release.md", project="shop")
+        job = m.store.jobs.enqueue("demo-count", {"n": 7})
+    with Daemon(remem_home, env=with_site(site)) as d:
+        deadline = time.monotonic() + 60
+        got = {}
+        while time.monotonic() < deadline:
+            got = d.get(f"/api/v1/jobs/{job}").json()
+            if got.get("status") in ("done", "failed"):
+                break
+            time.sleep(0.2)
+    assert got.get("status") == "done", got
+    assert got["progress"]["result"] == {"turns": 1, "asked": 7}, got

@@ -66,8 +66,9 @@ def register_recall_channels(register: Register) -> None:
 @hookspec
 def register_job_kinds(register: Register) -> None:
     """Background job kinds the daemon runs: ``register(kind, handler)``;
-    ``handler(mem, job, ctx) -> dict`` (the job's result; raise ``server.jobs.NoRetry`` for a
-    failure a retry cannot fix). Queue one with the jobs API under that kind."""
+    ``handler(ctx: server.jobs.JobContext) -> dict`` (``ctx.mem``, ``ctx.payload``, ``ctx.report``;
+    the job's result; raise ``server.jobs.NoRetry`` for a failure a retry cannot fix). The daemon's
+    job runner takes every registered kind; queue one with the jobs API under that kind."""
 
 
 @hookspec

@@ -367,7 +367,7 @@ def recall_channels() -> dict[str, ChannelSpec]:
 
 
 def job_kinds() -> dict[str, Callable[..., Any]]:
-    """Background job handlers by kind: ``handler(mem, job, ctx) -> dict``."""
+    """Background job handlers by kind: ``handler(ctx: JobContext) -> dict`` (the daemon runs these)."""
     return dict(_registry("job_kinds"))
 
 

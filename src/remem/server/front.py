@@ -61,7 +61,8 @@ class Front:
         try:
             from ..core import Remem
             from .app import create_app
-            from .jobkinds import HANDLERS, Scheduler, recover, startup
+            from .. import plugins
+            from .jobkinds import Scheduler, recover, startup
             from .jobs import JobRunner
             from .state import version
 
@@ -69,7 +70,7 @@ class Front:
             mem = Remem(st.home)
             st.mem = mem
             recovered = recover(mem)  # before any worker claims a job
-            runner = JobRunner(mem, st.bus, HANDLERS)
+            runner = JobRunner(mem, st.bus, plugins.job_kinds())  # the built-ins and any plugin's kinds
             st.runner = runner
             self.app = create_app(st)
             st.status = "ready"
