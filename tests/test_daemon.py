@@ -223,7 +223,7 @@ def test_graceful_stop_requeues_running_job(tmp_path):
         time.sleep(0.05)
     assert d.stop() == 0
     m = remem.open(home, env={"REMEM_EMBEDDING_MODEL": "hash"})
-    row = m.db.execute("SELECT status FROM jobs WHERE kind='embed'").fetchone()
+    row = m.store.conn.execute("SELECT status FROM jobs WHERE kind='embed'").fetchone()
     m.close()
     assert row["status"] in ("queued", "done")  # interrupted work waits for the next start
 

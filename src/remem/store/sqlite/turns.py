@@ -201,7 +201,8 @@ def touch(db: sqlite3.Connection, scope: Scope, ids: list[str], now: float | Non
 
 def delete(db: sqlite3.Connection, scope: Scope, *, ids: list[str] | None = None,
            session_id: str | None = None, source_name: str | None = None) -> list[str]:
-    """Delete turns and everything derived from them (embeddings, links, orphan memories)."""
+    """Delete turns and everything derived from them (embeddings here; learned memories lose them
+    by the trigger of m009)."""
     where, params = scope.sql()
     clauses = [where]
     if ids is not None:
@@ -221,15 +222,7 @@ def delete(db: sqlite3.Connection, scope: Scope, *, ids: list[str] | None = None
     for i in range(0, len(victims), 500):
         chunk = victims[i : i + 500]
         marks = ",".join("?" * len(chunk))
-        # memories derived only from these turns go too
-        orphans = [r[0] for r in db.execute(
-            f"SELECT memory_id FROM memory_links WHERE turn_id IN ({marks}) AND memory_id NOT IN "
-            f"(SELECT memory_id FROM memory_links WHERE turn_id NOT IN ({marks}))", [*chunk, *chunk])]
         db.execute(f"DELETE FROM embeddings WHERE row_kind = 'turn' AND row_id IN ({marks})", chunk)
-        if orphans:
-            om = ",".join("?" * len(orphans))
-            db.execute(f"DELETE FROM embeddings WHERE row_kind = 'memory' AND row_id IN ({om})", orphans)
-            db.execute(f"DELETE FROM memories WHERE id IN ({om})", orphans)
         db.execute(f"DELETE FROM turns WHERE id IN ({marks})", chunk)
     db.execute("DELETE FROM sessions WHERE id NOT IN (SELECT owner || '/' || agent || '/' || session_id "
                "FROM turns WHERE session_id != '')")
@@ -275,8 +268,8 @@ def trigram_backlog(db: sqlite3.Connection) -> int:
     return int(db.execute("SELECT count(*) FROM turns WHERE trgm = 0").fetchone()[0])
 
 
-CLEAR_TABLES = ("memory_links", "embeddings", "entity_mentions", "entity_edges", "entities", "memories",
-                "messages", "turns", "sessions", "checkpoints", "sources", "jobs")
+CLEAR_TABLES = ("learned_events", "learned_evidence", "learned", "embeddings", "entity_mentions", "entity_edges",
+                "entities", "messages", "turns", "learned_cursor", "sessions", "checkpoints", "sources", "jobs")
 
 
 def clear_all(db: sqlite3.Connection) -> dict[str, int]:
@@ -362,9 +355,9 @@ class SqliteTurns:
         return clear_all(self._db)
 
     def clear_preview(self) -> dict[str, int]:
-        """What ``clear`` would delete: turns, memories, sessions, sources."""
+        """What ``clear`` would delete: turns, learned memories, sessions, sources."""
         return {t: int(self._db.execute(f"SELECT count(*) FROM {t}").fetchone()[0])
-                for t in ("turns", "memories", "sessions", "sources")}
+                for t in ("turns", "learned", "sessions", "sources")}
 
     # reads
     def get(self, scope: Scope, turn_id: str) -> dict[str, Any] | None:
@@ -383,11 +376,8 @@ class SqliteTurns:
         return list_sessions(self._db, scope, limit=limit, offset=offset)
 
     def counts(self, scope: Scope) -> dict[str, Any]:
-        """Turns by agent, status and embedding state, projects, sessions, and derived memories."""
-        out = counts(self._db, scope)
-        where, params = scope.sql()
-        out["memories"] = self._db.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchone()[0]
-        return out
+        """Turns by agent, status and embedding state, projects, sessions."""
+        return counts(self._db, scope)
 
     # the text index backlog (turns written in bulk wait for the trigram index)
     def text_backlog(self) -> int:
