@@ -151,45 +151,6 @@ def list_turns(db: sqlite3.Connection, scope: Scope, *, session_id: str | None =
     return [row_to_dict(r) for r in db.execute(sql, [*params, limit, offset])]
 
 
-def search_words(db: sqlite3.Connection, scope: Scope, expr: str, limit: int) -> list[tuple[str, float]]:
-    """bm25 over the word index (request weighted highest). Returns (id, score) best first."""
-    if not expr:
-        return []
-    where, params = scope.sql("t")
-    sql = (f"SELECT t.id, bm25(turns_fts, 3.0, 1.5, 0.8, 2.0, 2.0) AS s FROM turns_fts "
-           f"JOIN turns t ON t.rowid = turns_fts.rowid WHERE turns_fts MATCH ? AND {where} "
-           f"AND t.deleted = 0 ORDER BY s LIMIT ?")
-    try:
-        return [(r[0], -float(r[1])) for r in db.execute(sql, [expr, *params, limit])]
-    except sqlite3.OperationalError:
-        return []  # an expression FTS rejects matches nothing (it is always built quoted)
-
-
-def search_substring(db: sqlite3.Connection, scope: Scope, expr: str, limit: int) -> list[tuple[str, float]]:
-    """Trigram substring search (identifiers, partial words ≥ 3 characters)."""
-    if not expr:
-        return []
-    where, params = scope.sql("t")
-    sql = (f"SELECT t.id, bm25(turns_trgm) AS s FROM turns_trgm JOIN turns t ON t.rowid = turns_trgm.rowid "
-           f"WHERE turns_trgm MATCH ? AND {where} AND t.deleted = 0 ORDER BY s LIMIT ?")
-    try:
-        return [(r[0], -float(r[1])) for r in db.execute(sql, [expr, *params, limit])]
-    except sqlite3.OperationalError:
-        return []
-
-
-def search_like(db: sqlite3.Connection, scope: Scope, needle: str, limit: int,
-                scan_limit: int = 3000) -> list[tuple[str, float]]:
-    """Plain ``instr`` scan of the newest rows, for needles too short for the trigram index."""
-    if not needle:
-        return []
-    where, params = scope.sql()
-    sql = (f"SELECT id FROM (SELECT id, request, reply FROM turns WHERE {where} AND deleted = 0 "
-           f"ORDER BY rowid DESC LIMIT ?) WHERE instr(request, ?) > 0 OR instr(reply, ?) > 0 LIMIT ?")
-    rows = db.execute(sql, [*params, scan_limit, needle, needle, limit]).fetchall()
-    return [(r[0], 1.0) for r in rows]
-
-
 def touch(db: sqlite3.Connection, scope: Scope, ids: list[str], now: float | None = None) -> None:
     if not ids:
         return
