@@ -176,7 +176,7 @@ def test_interrupted_job_resumes_after_restart(tmp_path):
     import remem
 
     home = tmp_path / "remem"
-    m = remem.open(home, env={"REMEM_EMBEDDING_MODEL": "hash"})
+    m = remem.open(home, env={"REMEM_EMBEDDING_MODEL": "hash", "REMEM_LEARN_DELAY": "0"})  # learn at once
     m.config.set("embedding.batch_size", 2)
     turns = sample_turns(1500)
     for i in range(0, len(turns), 500):
