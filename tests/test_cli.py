@@ -98,8 +98,8 @@ def test_database_full_leaves_no_partial_rows(mem):
     from remem.store import StoreError
 
     mem.add("small", agent="codex")
-    pages = mem.db.execute("PRAGMA page_count").fetchone()[0]
-    mem.db.execute(f"PRAGMA max_page_count = {pages + 2}")
+    pages = mem.store.conn.execute("PRAGMA page_count").fetchone()[0]
+    mem.store.conn.execute(f"PRAGMA max_page_count = {pages + 2}")
     big = [TurnIn(request=f"turn {i} " + "word " * 20000, agent="codex") for i in range(5)]
     with pytest.raises(StoreError, match="no space"):
         mem.add_turns(big)

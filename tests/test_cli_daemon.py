@@ -29,7 +29,8 @@ def home(tmp_path_factory):
     """A store of a few hundred related turns (stdlib code, test logs, tracebacks, Chinese) in three
     owners, every turn embedded, an isolated agent reading one extra owner."""
     home = tmp_path_factory.mktemp("clidaemon") / "home"
-    env = {**os.environ, "REMEM_EMBEDDING_MODEL": "hash"}
+    # the learn job these writes queue runs at once (not 30 s later): the fixture waits for an idle queue
+    env = {**os.environ, "REMEM_EMBEDDING_MODEL": "hash", "REMEM_LEARN_DELAY": "0"}
     mem = Remem(home, env=env)
     turns = real_turns(240) + sample_turns(60, now=time.time() - 40 * 86400)
     for i, t in enumerate(turns):

@@ -26,7 +26,7 @@ def test_open_initialises_empty_home(remem_home):
 
 
 def test_pragmas(mem):
-    db = mem.db
+    db = mem.store.conn
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
     assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
@@ -86,7 +86,7 @@ def test_redaction_before_storage(mem):
     r = mem.add(f"my key is {key} please remember", agent="codex")
     rec = mem.get(r.id)
     assert key not in rec["request"] and "REDACTED" in rec["request"]
-    raw = mem.db.execute("SELECT group_concat(request) FROM turns").fetchone()[0]
+    raw = mem.store.conn.execute("SELECT group_concat(request) FROM turns").fetchone()[0]
     assert key not in raw
 
 
@@ -138,21 +138,25 @@ def test_forget_by_id_session_source(mem):
     assert sorted(gone) == sorted(ids[1::2])
     assert len(mem.forget(source="codex")) == 2
     assert mem.stats()["turns"] == 1
-    assert mem.db.execute("SELECT count(*) FROM messages WHERE turn_id IS NOT NULL").fetchone()[0] == 0
-    assert mem.db.execute("SELECT count(*) FROM audit WHERE action='forget'").fetchone()[0] == 3
+    assert mem.store.conn.execute("SELECT count(*) FROM messages WHERE turn_id IS NOT NULL").fetchone()[0] == 0
+    assert mem.store.conn.execute("SELECT count(*) FROM audit WHERE action='forget'").fetchone()[0] == 3
 
 
 def test_forget_removes_derived_rows(mem):
-    r = mem.add("a turn with derived memory", agent="codex")
-    db = mem.db
-    db.execute("INSERT INTO memories (id, owner, kind, text, content_hash, created_at, updated_at) "
-               "VALUES ('m_1','default','fact','derived fact','h',0,0)")
-    db.execute("INSERT INTO memory_links VALUES ('m_1', ?)", (r.id,))
+    r = mem.add("a turn with derived rows", agent="codex")
+    db = mem.store.conn
     db.execute("INSERT INTO embeddings VALUES ('turn', ?, 'summary', 'hash:8', 8, x'00', 'h', 'default', '', '', 0)",
                (r.id,))
     mem.forget(ids=[r.id])
-    assert db.execute("SELECT count(*) FROM memories").fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 0
+
+
+def test_the_legacy_memories_tables_are_gone(mem):
+    """m010: the first schema's never-written ``memories`` / ``memory_links`` tables are dropped;
+    learned memories live in ``learned``."""
+    names = {r[0] for r in mem.store.conn.execute("SELECT name FROM sqlite_master")}
+    assert not names & {"memories", "memory_links", "memories_fts"} and "learned" in names
+
 
 
 def test_export_import_roundtrip(tmp_path, mem, monkeypatch):
@@ -186,10 +190,10 @@ def test_export_sqlite_is_consistent_copy(tmp_path, mem):
 def test_migrations_recorded_and_idempotent(mem):
     from remem.store.sqlite.migrations import MIGRATIONS, migrate
 
-    names = [r[0] for r in mem.db.execute("SELECT name FROM schema_migrations ORDER BY id")]
+    names = [r[0] for r in mem.store.conn.execute("SELECT name FROM schema_migrations ORDER BY id")]
     assert names == [m.__name__ for m in MIGRATIONS]
     mem.add("survives re-migration", agent="codex")
-    assert migrate(mem.db) == []
+    assert migrate(mem.store.conn) == []
     assert mem.stats()["turns"] == 1
 
 
@@ -212,11 +216,11 @@ def test_config_layers(remem_home, monkeypatch):
 
 def test_embedding_job_runs_outside_write(mem):
     mem.add("embed me later", agent="codex")
-    assert mem.db.execute("SELECT embed_state FROM turns").fetchone()[0] == "pending"
+    assert mem.store.conn.execute("SELECT embed_state FROM turns").fetchone()[0] == "pending"
     assert mem.embed_pending() == 1
-    row = mem.db.execute("SELECT model_id, dim, length(vector) FROM embeddings").fetchone()
+    row = mem.store.conn.execute("SELECT model_id, dim, length(vector) FROM embeddings").fetchone()
     assert row[0].startswith("hash") and row[2] == row[1] * 4
-    assert mem.db.execute("SELECT embed_state FROM turns").fetchone()[0] == "done"
+    assert mem.store.conn.execute("SELECT embed_state FROM turns").fetchone()[0] == "done"
 
 
 def test_injected_context_is_not_part_of_the_request(mem):

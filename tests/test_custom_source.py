@@ -59,7 +59,7 @@ def test_installed_without_history_stays_draft(mem, monkeypatch, tmp_path):
     res = add_custom_source(mem, "zcode")
     assert res["status"] == "no_history"
     assert not [s for s in detect_sources(mem) if s["custom"]], "a draft is not listed"
-    row = mem.db.execute("SELECT status FROM sources WHERE name = 'custom:zcode'").fetchone()
+    row = mem.store.conn.execute("SELECT status FROM sources WHERE name = 'custom:zcode'").fetchone()
     assert row["status"] == "draft"
 
 
@@ -74,7 +74,7 @@ def test_discovery_imports_recent_500_then_only_newer(mem, monkeypatch, tmp_path
     res = add_custom_source(mem, "Kimi Code")
     assert res["status"] == "imported", res
     assert res["result"]["turns_added"] == 500
-    reqs = {r[0] for r in mem.db.execute("SELECT request FROM turns")}
+    reqs = {r[0] for r in mem.store.conn.execute("SELECT request FROM turns")}
     assert "old question 519" in reqs and "old question 19" not in reqs and "old question 20" in reqs
     listed = [s for s in detect_sources(mem) if s["custom"]]
     assert [s["name"] for s in listed] == ["custom:kimi-code"]

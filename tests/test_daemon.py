@@ -176,7 +176,7 @@ def test_interrupted_job_resumes_after_restart(tmp_path):
     import remem
 
     home = tmp_path / "remem"
-    m = remem.open(home, env={"REMEM_EMBEDDING_MODEL": "hash"})
+    m = remem.open(home, env={"REMEM_EMBEDDING_MODEL": "hash", "REMEM_LEARN_DELAY": "0"})  # learn at once
     m.config.set("embedding.batch_size", 2)
     turns = sample_turns(1500)
     for i in range(0, len(turns), 500):
@@ -223,7 +223,7 @@ def test_graceful_stop_requeues_running_job(tmp_path):
         time.sleep(0.05)
     assert d.stop() == 0
     m = remem.open(home, env={"REMEM_EMBEDDING_MODEL": "hash"})
-    row = m.db.execute("SELECT status FROM jobs WHERE kind='embed'").fetchone()
+    row = m.store.conn.execute("SELECT status FROM jobs WHERE kind='embed'").fetchone()
     m.close()
     assert row["status"] in ("queued", "done")  # interrupted work waits for the next start
 

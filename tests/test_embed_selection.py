@@ -116,7 +116,7 @@ def test_real_shaped_turns_spend_few_tokens(tmp_path):
     mem = Remem(tmp_path / "h", env={"REMEM_EMBEDDING_ENABLED": "0"})
     turns = real_turns(30, seed=7)
     mem.add_turns(turns, defer_index=True)
-    rows = mem.db.execute("SELECT request, reply, summary, actions, actions_json FROM turns").fetchall()
+    rows = mem.store.conn.execute("SELECT request, reply, summary, actions, actions_json FROM turns").fetchall()
     assert len(rows) == 30
     for r in rows:
         s = embedtext.summary_text(r["request"], r["summary"], r["reply"])
@@ -142,9 +142,9 @@ def test_newest_turns_are_embedded_first(tmp_path):
     res = mem.add_turns([_turn(i, ts) for i, ts in times.items()])
     ids = {r.id: i for r, i in zip(res.results, times, strict=True)}
     assert worker.run_pending(mem.store, HashEmbedder(), batch_size=2, limit=2) == 2
-    done = {ids[r[0]] for r in mem.db.execute("SELECT id FROM turns WHERE embed_state = 'done'")}
+    done = {ids[r[0]] for r in mem.store.conn.execute("SELECT id FROM turns WHERE embed_state = 'done'")}
     assert done == {1, 3}  # the two newest
-    fields = {r[0] for r in mem.db.execute("SELECT field FROM embeddings")}
+    fields = {r[0] for r in mem.store.conn.execute("SELECT field FROM embeddings")}
     assert fields == {"summary", "actions"}
     mem.close()
 
@@ -180,8 +180,8 @@ def test_status_shows_the_backlog_and_its_eta_without_the_daemon(backlog_home):
 def test_daemon_status_shows_the_backlog_and_its_eta(backlog_home):
     # nothing embeds meanwhile: no start-up jobs, and the embed job the writes queued is dropped
     mem = Remem(backlog_home, env={"REMEM_EMBEDDING_MODEL": "hash"})
-    with mem.db:
-        mem.db.execute("DELETE FROM jobs WHERE kind = 'embed'")
+    with mem.store.conn:
+        mem.store.conn.execute("DELETE FROM jobs WHERE kind = 'embed'")
     mem.close()
     with Daemon(backlog_home, args=("--no-background",)) as d:
         e = d.get("/api/v1/status").json()["embedder"]

@@ -258,7 +258,7 @@ def _reads_work(mem: remem.Remem) -> None:
 
 def test_rows_with_bad_times_written_by_raw_sql_do_not_break_reads(mem):
     mem.add_turns(shop_turns(6))
-    _insert_bad_rows(mem.db)
+    _insert_bad_rows(mem.store.conn)
     mem.index_pending(embed=False)
     _reads_work(mem)
 

@@ -44,8 +44,8 @@ def test_sync_imports_every_generated_turn(mem) -> None:
     total = json.loads(r.stdout)["total"]
     assert total["turns_added"] == stats.turns, total
     assert total["failed"] == 0 and not total["errors"], total
-    assert mem.db.execute("SELECT count(*) FROM turns").fetchone()[0] == stats.turns
-    zh = mem.db.execute("SELECT count(*) FROM turns WHERE cjk != ''").fetchone()[0]
+    assert mem.store.conn.execute("SELECT count(*) FROM turns").fetchone()[0] == stats.turns
+    zh = mem.store.conn.execute("SELECT count(*) FROM turns WHERE cjk != ''").fetchone()[0]
     assert zh >= stats.chinese > 0
 
 
@@ -57,18 +57,18 @@ def test_import_writes_entity_rows_before_the_index_job(mem) -> None:
     stats = write_real_history(home, turns=120, seed=9)
     res = run_sync(mem, ["claude-code", "codex"])
     assert res["total"]["turns_added"] == stats.turns
-    rows = mem.db.execute("SELECT id, owner, request, reply, actions, trgm FROM turns").fetchall()
+    rows = mem.store.conn.execute("SELECT id, owner, request, reply, actions, trgm FROM turns").fetchall()
     assert rows and all(r["trgm"] == 0 for r in rows)  # the trigram index is still to come
-    stored = {(r[0], r[1], r[2]) for r in mem.db.execute(
+    stored = {(r[0], r[1], r[2]) for r in mem.store.conn.execute(
         "SELECT m.turn_id, e.kind, e.name FROM entity_mentions m JOIN entities e ON e.id = m.entity_id")}
     for r in rows:
         want = {(r["id"], k, n) for k, n in extract(turn_text(r["request"], r["reply"], r["actions"]))}
         assert want <= stored, r["id"]
     before = len(stored)
     mem.index_pending(embed=False)  # the job adds the trigram index and no second copy of entities
-    after = mem.db.execute("SELECT count(*) FROM entity_mentions").fetchone()[0]
+    after = mem.store.conn.execute("SELECT count(*) FROM entity_mentions").fetchone()[0]
     assert after == before
-    assert mem.db.execute("SELECT count(*) FROM turns WHERE trgm = 0").fetchone()[0] == 0
+    assert mem.store.conn.execute("SELECT count(*) FROM turns WHERE trgm = 0").fetchone()[0] == 0
     hit = mem.search("Traceback", k=5)
     assert hit
 
@@ -83,7 +83,7 @@ def test_tool_output_searched_by_its_head_and_tail(mem) -> None:
     mem.add_turns([TurnIn(request="why does the bucket test fail?", reply="It divides by zero.",
                           actions=[ToolCall(name="Bash", input="pytest -x tests/test_buckets.py", output=log,
                                             is_error=True)], session_id="s1")], defer_index=True)
-    row = mem.db.execute("SELECT actions, actions_json FROM turns").fetchone()
+    row = mem.store.conn.execute("SELECT actions, actions_json FROM turns").fetchone()
     assert "quantise_bucket" in row["actions"] and "collected 40 items" in row["actions"]
     assert len(row["actions"]) < 1_800
     assert "compute_150" not in row["actions"]

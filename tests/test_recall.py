@@ -196,8 +196,8 @@ def test_vector_index_is_incremental_scoped_and_forgets(mem, monkeypatch, approx
     def put(rid, owner, project, v):
         v = np.asarray(v, dtype=np.float32)
         v /= np.linalg.norm(v)
-        with transaction(mem.db):
-            put_many(mem.db, [("turn", rid, "summary", "test:4", 4, v.tobytes(), "h", owner, "a", project)])
+        with transaction(mem.store.conn):
+            put_many(mem.store.conn, [("turn", rid, "summary", "test:4", 4, v.tobytes(), "h", owner, "a", project)])
 
     put("t_a", "alice", "p1", [1, 0, 0, 0])
     put("t_b", "bob", "p1", [1, 0.1, 0, 0])
@@ -213,8 +213,8 @@ def test_vector_index_is_incremental_scoped_and_forgets(mem, monkeypatch, approx
     time.sleep(0.01)
     put("t_a", "alice", "p1", [0, 1, 0, 0])        # re-embedded: the new vector counts
     assert vx.search(Scope.of("alice"), q, "test:4", "summary", 1)[0][0] == "t_c"
-    with transaction(mem.db):
-        mem.db.execute("DELETE FROM embeddings WHERE row_id = 't_c'")
+    with transaction(mem.store.conn):
+        mem.store.conn.execute("DELETE FROM embeddings WHERE row_id = 't_c'")
     assert [h[0] for h in vx.search(Scope.of("alice"), q, "test:4", "summary", 10)] == ["t_a"]
     idx = vx.get("test:4", "summary", 4)
     assert len(idx) == 2 and idx.memory_bytes()["raw_vector_bytes"] == 2 * 4 * 4
@@ -223,15 +223,15 @@ def test_vector_index_is_incremental_scoped_and_forgets(mem, monkeypatch, approx
 
 def test_entities_written_with_the_turn(mem):
     mem.add("edit src/app/main.py and run pip install requests", reply="Alice from Berlin agreed", agent="codex")
-    names = {(r[0], r[1]) for r in mem.db.execute("SELECT kind, name FROM entities")}
+    names = {(r[0], r[1]) for r in mem.store.conn.execute("SELECT kind, name FROM entities")}
     assert {("path", "src/app/main.py"), ("package", "requests"), ("name", "berlin")} <= names
-    assert mem.db.execute("SELECT count(*) FROM entity_edges").fetchone()[0] > 0
+    assert mem.store.conn.execute("SELECT count(*) FROM entity_edges").fetchone()[0] > 0
 
 
 def test_turn_start_counts_access_inside_scope(store):
     res = store.turn_start("how did we fix the yaml import error?")
     ids = [i["id"] for i in res["items"]]
-    counts = dict(store.db.execute("SELECT id, access_count FROM turns").fetchall())
+    counts = dict(store.store.conn.execute("SELECT id, access_count FROM turns").fetchall())
     assert all(counts[i] == 1 for i in ids) and sum(counts.values()) == len(ids)
 
 
@@ -246,13 +246,13 @@ def test_turn_start_does_not_wait_for_another_writer_and_counts_access_later(sto
         res = store.turn_start("how did we fix the yaml import error?")
         ids = [i["id"] for i in res["items"]]
         assert ids, res
-        counts = dict(store.db.execute("SELECT id, access_count FROM turns").fetchall())
+        counts = dict(store.store.conn.execute("SELECT id, access_count FROM turns").fetchall())
         assert sum(counts.values()) == 0             # not written: the lock was taken
     finally:
         other.execute("COMMIT")
         other.close()
     assert store.flush_access(wait=False) == 1
-    counts = dict(store.db.execute("SELECT id, access_count FROM turns").fetchall())
+    counts = dict(store.store.conn.execute("SELECT id, access_count FROM turns").fetchall())
     assert all(counts[i] == 1 for i in ids) and sum(counts.values()) == len(ids)
     assert store.flush_access() == 0                 # nothing left twice
 
@@ -340,7 +340,7 @@ def test_bm25_ranks_first_then_checks_scope_and_equals_the_join(mem, monkeypatch
     got = text.search_words(small, kiwi, 3)
     assert got == joined(small, 3) and len(got) == 3
     assert calls[-1] is None  # the best matches overall were the other owner's: it fell back to the join
-    assert all(t in {r[0] for r in mem.db.execute("SELECT id FROM turns WHERE owner='small'")} for t, _ in got)
+    assert all(t in {r[0] for r in mem.store.conn.execute("SELECT id FROM turns WHERE owner='small'")} for t, _ in got)
     n = len(calls)
     assert text.search_words(small, kiwi, 3) == got and calls[-1] is None and len(calls) == n + 1
     assert text._in_scope[small] < textmod.FTS_FIRST_SHARE
@@ -387,17 +387,17 @@ def test_same_error_newest_first_exact_before_type_and_bounded(mem):
                   + [failed(100 + i, "KeyError: user", NOW + i) for i in range(5)]
                   + [TurnIn(request="other owner", reply="failed", owner="eve", agent="codex", status="failed",
                             ended_at=NOW + 99, source_key="eve", actions=[ToolCall("Bash", "x", sig, True)])])
-    [exact] = {s for (s,) in mem.db.execute("SELECT sig FROM turn_errors WHERE sig = 'KeyError: token'")}
-    hits = recrepo.by_error(mem.db, mem.scope(), [exact], 8)
-    rows = {r["id"]: r for r in mem.db.execute("SELECT id, owner, ended_at, request FROM turns")}
+    [exact] = {s for (s,) in mem.store.conn.execute("SELECT sig FROM turn_errors WHERE sig = 'KeyError: token'")}
+    hits = recrepo.by_error(mem.store.conn, mem.scope(), [exact], 8)
+    rows = {r["id"]: r for r in mem.store.conn.execute("SELECT id, owner, ended_at, request FROM turns")}
     assert len(hits) == 8 and all(rows[t]["owner"] == "default" for t, _ in hits)
     assert [s for _, s in hits] == [2.0] * 8  # 30 exact matches fill the limit before any same-type one
     assert [rows[t]["request"] for t, _ in hits] == [f"run job {i}" for i in range(29, 21, -1)]
-    assert {rows[t]["request"] for t, s in recrepo.by_error(mem.db, mem.scope(), [exact], 40) if s == 1.0} == {
+    assert {rows[t]["request"] for t, s in recrepo.by_error(mem.store.conn, mem.scope(), [exact], 40) if s == 1.0} == {
         f"run job {100 + i}" for i in range(5)}
     oldest = next(t for t, r in rows.items() if r["request"] == "run job 0")
-    mem.db.execute("UPDATE turns SET ended_at = ? WHERE id = ?", (NOW + 500, oldest))
-    assert recrepo.by_error(mem.db, mem.scope(), [exact], 1)[0][0] == oldest
+    mem.store.conn.execute("UPDATE turns SET ended_at = ? WHERE id = ?", (NOW + 500, oldest))
+    assert recrepo.by_error(mem.store.conn, mem.scope(), [exact], 1)[0][0] == oldest
 
 
 def test_error_time_migration_backfills(tmp_path):

@@ -98,7 +98,7 @@ def test_every_channel_stays_in_scope(two_owners_rich, q):
             for tid, _ in r.items:
                 assert r.meta[tid]["owner"] == owner, (ch, q)
             for name, c in r.channels.items():
-                rows = mem.db.execute(
+                rows = mem.store.conn.execute(
                     f"SELECT DISTINCT owner FROM turns WHERE id IN ({','.join('?' * len(c.hits))})",
                     [t for t, _ in c.hits]).fetchall() if c.hits else []
                 assert {x[0] for x in rows} <= {owner}, (name, q)

@@ -93,7 +93,7 @@ def child_records(parent: str = PARENT) -> list[dict]:
 
 
 def codex_turns(mem) -> list[dict]:
-    rows = mem.db.execute("SELECT session_id, source_key, request, reply, actions_json FROM turns "
+    rows = mem.store.conn.execute("SELECT session_id, source_key, request, reply, actions_json FROM turns "
                           "WHERE agent = 'codex' AND deleted = 0 ORDER BY started_at").fetchall()
     return [{**dict(r), "actions": json.loads(r["actions_json"])} for r in rows]
 
@@ -122,7 +122,7 @@ def test_codex_subagent_folds_into_parent_turn_and_resync_adds_nothing(mem):
         ("shell", "call_c1", "parse_file 91%"), ("shell", "call_c2", "sync.py:40")]
     # its prompt and report are no memories of their own
     assert "profile the sync loop" not in t["request"] and t["reply"] != "The loop re-parses every file."
-    assert not mem.db.execute("SELECT 1 FROM turns WHERE session_id = ?", (CHILD,)).fetchone()
+    assert not mem.store.conn.execute("SELECT 1 FROM turns WHERE session_id = ?", (CHILD,)).fetchone()
     second = sync(mem)
     assert (second["turns_added"], second["turns_updated"], second["units_unchanged"]) == (0, 0, 1)
     again = run_sync(mem, ["codex"], full=True)["total"]
@@ -165,7 +165,7 @@ def test_parent_appearing_after_an_orphan_import_takes_over_its_turns(mem):
     [t] = codex_turns(mem)
     assert t["session_id"] == PARENT and [a["call_id"] for a in t["actions"]] == [
         "call_spawn", "call_wait", "call_c1", "call_c2"]
-    assert mem.db.execute("SELECT count(*) FROM checkpoints WHERE source = 'codex'").fetchone()[0] == 1
+    assert mem.store.conn.execute("SELECT count(*) FROM checkpoints WHERE source = 'codex'").fetchone()[0] == 1
     res = sync(mem)
     assert (res["turns_added"], res["turns_updated"], res["turns_removed"]) == (0, 0, 0)
 
@@ -261,7 +261,7 @@ def chats() -> Path:
 
 
 def gemini_turns(mem) -> list[tuple[str, str, list[str]]]:
-    rows = mem.db.execute("SELECT session_id, request, actions_json FROM turns WHERE agent = 'gemini' "
+    rows = mem.store.conn.execute("SELECT session_id, request, actions_json FROM turns WHERE agent = 'gemini' "
                           "AND deleted = 0 ORDER BY session_id").fetchall()
     return [(r[0], r[1], [a["name"] for a in json.loads(r[2])]) for r in rows]
 
@@ -329,7 +329,7 @@ def test_opencode_orphan_subagent_session_is_imported_on_its_own(mem):
     con.close()
     res = sync(mem, "opencode")
     assert res["failed"] == 0
-    rows = mem.db.execute("SELECT session_id, request FROM turns WHERE agent = 'opencode' ORDER BY session_id")
+    rows = mem.store.conn.execute("SELECT session_id, request FROM turns WHERE agent = 'opencode' ORDER BY session_id")
     assert [tuple(r) for r in rows] == [("ses_3a1f9e2c7ffeAbCdEfGhIjKlMn", "Add a --since flag to the sync command\n"
                                          "[image: image/png]"), ("ses_orphan", "grep for the flag")]
     assert sync(mem, "opencode")["turns_added"] == 0
@@ -350,6 +350,6 @@ def test_hermes_orphan_delegate_is_imported_on_its_own(mem):
     con.close()
     res = sync(mem, "hermes")
     assert res["failed"] == 0
-    rows = mem.db.execute("SELECT request, reply FROM turns WHERE agent = 'hermes' AND session_id = 'delegate-9'")
+    rows = mem.store.conn.execute("SELECT request, reply FROM turns WHERE agent = 'hermes' AND session_id = 'delegate-9'")
     assert [tuple(r) for r in rows] == [("run the linters", "ruff: clean")]
     assert sync(mem, "hermes")["turns_added"] == 0

@@ -236,17 +236,17 @@ def test_kill_9_midway_then_resume_has_no_duplicates_or_losses(mem):
     proc = subprocess.Popen([sys.executable, "-c", KILLER], stderr=subprocess.PIPE)
     deadline = time.time() + 120
     while time.time() < deadline:
-        n = mem.db.execute("SELECT count(*) FROM turns").fetchone()[0]
+        n = mem.store.conn.execute("SELECT count(*) FROM turns").fetchone()[0]
         if n >= 200 or proc.poll() is not None:
             break
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
-    killed_at = mem.db.execute("SELECT count(*) FROM turns").fetchone()[0]
+    killed_at = mem.store.conn.execute("SELECT count(*) FROM turns").fetchone()[0]
     assert killed_at > 0
     res = run_sync(mem, ["claude-code"])
     assert mem.stats()["turns"] == 3000
-    assert mem.db.execute("SELECT count(DISTINCT source_key) FROM turns").fetchone()[0] == 3000
+    assert mem.store.conn.execute("SELECT count(DISTINCT source_key) FROM turns").fetchone()[0] == 3000
     assert res["total"]["turns_added"] == 3000 - killed_at
 
 

@@ -66,11 +66,6 @@ class Remem:
         return {"home": str(self.home), "database": str(self.config.db_path), "config_created": created,
                 "token_created": token_new, "migrations_applied": applied}
 
-    @property
-    def db(self) -> Any:
-        """This thread's SQLite connection (to be removed: the layers above store/ call the store)."""
-        return self.store.conn  # type: ignore[attr-defined]
-
     def note_access(self, scope: Scope, ids: builtins.list[str], now: float) -> None:
         """Count that recall showed these turns. Written at once when the database is free,
         otherwise kept and written by a later call, a write, or ``close``: recall never waits on

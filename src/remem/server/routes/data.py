@@ -20,9 +20,6 @@ from ..state import DaemonState
 router = APIRouter(tags=["data"])
 Mem = Annotated[Remem, Depends(deps.mem)]
 State = Annotated[DaemonState, Depends(deps.state)]
-# what "clear all local data" empties; settings and the token stay
-CLEAR_TABLES = ("memory_links", "embeddings", "entity_mentions", "entity_edges", "entities", "memories",
-                "messages", "turns", "sessions", "checkpoints", "sources", "jobs")
 RESTART_KEYS = ("server.", "database", "embedding.model", "embedding.openai")
 
 

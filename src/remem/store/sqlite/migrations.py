@@ -586,3 +586,22 @@ def m009_learned(db: sqlite3.Connection) -> None:
         END;
         """
     )
+
+
+@migration
+def m010_drop_legacy_memories(db: sqlite3.Connection) -> None:
+    """The first schema's placeholder for derived memories (``memories``, its FTS table and
+    triggers, ``memory_links``) goes: nothing ever wrote it, learned memories live in ``learned``
+    (m009), and "memory" now names what a user sees (turns and learned memories), not a table."""
+    script(
+        db,
+        """
+        DROP TRIGGER IF EXISTS memories_ai;
+        DROP TRIGGER IF EXISTS memories_ad;
+        DROP TRIGGER IF EXISTS memories_au;
+        DROP TABLE IF EXISTS memories_fts;
+        DROP TABLE IF EXISTS memory_links;
+        DROP TABLE IF EXISTS memories;
+        DELETE FROM embeddings WHERE row_kind = 'memory';
+        """
+    )

@@ -151,45 +151,6 @@ def list_turns(db: sqlite3.Connection, scope: Scope, *, session_id: str | None =
     return [row_to_dict(r) for r in db.execute(sql, [*params, limit, offset])]
 
 
-def search_words(db: sqlite3.Connection, scope: Scope, expr: str, limit: int) -> list[tuple[str, float]]:
-    """bm25 over the word index (request weighted highest). Returns (id, score) best first."""
-    if not expr:
-        return []
-    where, params = scope.sql("t")
-    sql = (f"SELECT t.id, bm25(turns_fts, 3.0, 1.5, 0.8, 2.0, 2.0) AS s FROM turns_fts "
-           f"JOIN turns t ON t.rowid = turns_fts.rowid WHERE turns_fts MATCH ? AND {where} "
-           f"AND t.deleted = 0 ORDER BY s LIMIT ?")
-    try:
-        return [(r[0], -float(r[1])) for r in db.execute(sql, [expr, *params, limit])]
-    except sqlite3.OperationalError:
-        return []  # an expression FTS rejects matches nothing (it is always built quoted)
-
-
-def search_substring(db: sqlite3.Connection, scope: Scope, expr: str, limit: int) -> list[tuple[str, float]]:
-    """Trigram substring search (identifiers, partial words ≥ 3 characters)."""
-    if not expr:
-        return []
-    where, params = scope.sql("t")
-    sql = (f"SELECT t.id, bm25(turns_trgm) AS s FROM turns_trgm JOIN turns t ON t.rowid = turns_trgm.rowid "
-           f"WHERE turns_trgm MATCH ? AND {where} AND t.deleted = 0 ORDER BY s LIMIT ?")
-    try:
-        return [(r[0], -float(r[1])) for r in db.execute(sql, [expr, *params, limit])]
-    except sqlite3.OperationalError:
-        return []
-
-
-def search_like(db: sqlite3.Connection, scope: Scope, needle: str, limit: int,
-                scan_limit: int = 3000) -> list[tuple[str, float]]:
-    """Plain ``instr`` scan of the newest rows, for needles too short for the trigram index."""
-    if not needle:
-        return []
-    where, params = scope.sql()
-    sql = (f"SELECT id FROM (SELECT id, request, reply FROM turns WHERE {where} AND deleted = 0 "
-           f"ORDER BY rowid DESC LIMIT ?) WHERE instr(request, ?) > 0 OR instr(reply, ?) > 0 LIMIT ?")
-    rows = db.execute(sql, [*params, scan_limit, needle, needle, limit]).fetchall()
-    return [(r[0], 1.0) for r in rows]
-
-
 def touch(db: sqlite3.Connection, scope: Scope, ids: list[str], now: float | None = None) -> None:
     if not ids:
         return
@@ -201,7 +162,8 @@ def touch(db: sqlite3.Connection, scope: Scope, ids: list[str], now: float | Non
 
 def delete(db: sqlite3.Connection, scope: Scope, *, ids: list[str] | None = None,
            session_id: str | None = None, source_name: str | None = None) -> list[str]:
-    """Delete turns and everything derived from them (embeddings, links, orphan memories)."""
+    """Delete turns and everything derived from them (embeddings here; learned memories lose them
+    by the trigger of m009)."""
     where, params = scope.sql()
     clauses = [where]
     if ids is not None:
@@ -221,15 +183,7 @@ def delete(db: sqlite3.Connection, scope: Scope, *, ids: list[str] | None = None
     for i in range(0, len(victims), 500):
         chunk = victims[i : i + 500]
         marks = ",".join("?" * len(chunk))
-        # memories derived only from these turns go too
-        orphans = [r[0] for r in db.execute(
-            f"SELECT memory_id FROM memory_links WHERE turn_id IN ({marks}) AND memory_id NOT IN "
-            f"(SELECT memory_id FROM memory_links WHERE turn_id NOT IN ({marks}))", [*chunk, *chunk])]
         db.execute(f"DELETE FROM embeddings WHERE row_kind = 'turn' AND row_id IN ({marks})", chunk)
-        if orphans:
-            om = ",".join("?" * len(orphans))
-            db.execute(f"DELETE FROM embeddings WHERE row_kind = 'memory' AND row_id IN ({om})", orphans)
-            db.execute(f"DELETE FROM memories WHERE id IN ({om})", orphans)
         db.execute(f"DELETE FROM turns WHERE id IN ({marks})", chunk)
     db.execute("DELETE FROM sessions WHERE id NOT IN (SELECT owner || '/' || agent || '/' || session_id "
                "FROM turns WHERE session_id != '')")
@@ -275,8 +229,8 @@ def trigram_backlog(db: sqlite3.Connection) -> int:
     return int(db.execute("SELECT count(*) FROM turns WHERE trgm = 0").fetchone()[0])
 
 
-CLEAR_TABLES = ("memory_links", "embeddings", "entity_mentions", "entity_edges", "entities", "memories",
-                "messages", "turns", "sessions", "checkpoints", "sources", "jobs")
+CLEAR_TABLES = ("learned_events", "learned_evidence", "learned", "embeddings", "entity_mentions", "entity_edges",
+                "entities", "messages", "turns", "learned_cursor", "sessions", "checkpoints", "sources", "jobs")
 
 
 def clear_all(db: sqlite3.Connection) -> dict[str, int]:
@@ -362,9 +316,9 @@ class SqliteTurns:
         return clear_all(self._db)
 
     def clear_preview(self) -> dict[str, int]:
-        """What ``clear`` would delete: turns, memories, sessions, sources."""
+        """What ``clear`` would delete: turns, learned memories, sessions, sources."""
         return {t: int(self._db.execute(f"SELECT count(*) FROM {t}").fetchone()[0])
-                for t in ("turns", "memories", "sessions", "sources")}
+                for t in ("turns", "learned", "sessions", "sources")}
 
     # reads
     def get(self, scope: Scope, turn_id: str) -> dict[str, Any] | None:
@@ -383,11 +337,8 @@ class SqliteTurns:
         return list_sessions(self._db, scope, limit=limit, offset=offset)
 
     def counts(self, scope: Scope) -> dict[str, Any]:
-        """Turns by agent, status and embedding state, projects, sessions, and derived memories."""
-        out = counts(self._db, scope)
-        where, params = scope.sql()
-        out["memories"] = self._db.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchone()[0]
-        return out
+        """Turns by agent, status and embedding state, projects, sessions."""
+        return counts(self._db, scope)
 
     # the text index backlog (turns written in bulk wait for the trigram index)
     def text_backlog(self) -> int:
