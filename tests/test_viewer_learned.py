@@ -173,6 +173,7 @@ def test_learned_page_scopes_reviews_edits_rolls_back_and_forgets(home, browser)
     page.locator(f'#learned-review .item[data-id="{proc["id"]}"] button.reject').click()
     page.wait_for_selector(f'#learned-review .item[data-id="{proc["id"]}"]', state="detached")
     assert home.get(f"/api/v1/learned/{proc['id']}").json()["status"] == "rejected"
+    assert page.locator(f'#learned-other .item[data-id="{proc["id"]}"][data-status="rejected"]').count() == 1
 
     # edit changes the text and shows it locked; its history rolls the edit back
     conv = [m for m in learned(home) if m["kind"] == "convention"][0]

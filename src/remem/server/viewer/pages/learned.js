@@ -17,11 +17,15 @@ export function render(root, params) {
   const activeBox = h('div', { class: 'list', id: 'learned-active' });
   const conflictBox = h('div', { class: 'list', id: 'learned-conflicts' });
   const reviewBox = h('div', { class: 'list', id: 'learned-review' });
+  const otherBox = h('div', { class: 'list' });
+  const otherHead = h('summary', {}, t('learned.other', { n: 0 }));
   const detail = h('div', { class: 'detail card hidden', id: 'learned-detail' });
   const lists = h('div', {},
     section(t('learned.active'), activeBox),
     section(t('learned.conflicts'), h('p', { class: 'muted' }, t('learned.conflicts_help')), conflictBox),
-    section(t('learned.review'), h('p', { class: 'muted' }, t('learned.review_help')), reviewBox));
+    section(t('learned.review'), h('p', { class: 'muted' }, t('learned.review_help')), reviewBox),
+    h('details', { class: 'block', id: 'learned-other' }, otherHead,
+      h('p', { class: 'muted' }, t('learned.other_help')), otherBox));
   const split = h('div', { class: 'split' }, lists, detail);
   projectSel.addEventListener('change', () => { st.project = projectSel.value; st.open = ''; closeDetail(); load(); });
 
@@ -101,6 +105,9 @@ export function render(root, params) {
     const candidates = st.items.filter((m) => m.status === 'candidate');
     const conflicts = candidates.filter((m) => m.data && m.data.conflict_with);
     const review = candidates.filter((m) => !(m.data && m.data.conflict_with));
+    const other = st.items.filter((m) => !['active', 'candidate'].includes(m.status));
+    otherHead.textContent = t('learned.other', { n: fmtNum(other.length) });
+    otherBox.replaceChildren(...other.map((m) => card(m, 'other')));
     activeBox.replaceChildren(...(active.length ? active.map((m) => card(m, 'active'))
       : [emptyState(t('learned.no_active_title'), t('learned.no_active_text'))]));
     reviewBox.replaceChildren(...(review.length ? review.map((m) => card(m, 'review'))
@@ -141,8 +148,8 @@ export function render(root, params) {
   function card(m, where) {
     const btn = (cls, label, fn, extra = {}) => h('button', { class: `small ${cls}`, type: 'button', ...extra,
       onclick: (e) => { e.stopPropagation(); fn(m); } }, label);
-    const actions = where === 'review'
-      ? [btn('primary approve', t('learned.approve'), (x) => decide(x, 'approve')),
+    const actions = where === 'other' ? [btn('approve', t('learned.approve'), (x) => decide(x, 'approve'))]
+      : where === 'review' ? [btn('primary approve', t('learned.approve'), (x) => decide(x, 'approve')),
         btn('reject', t('learned.reject'), (x) => decide(x, 'reject'))]
       : [btn('ghost edit', t('learned.edit'), startEdit),
         m.locked ? btn('ghost unlock', t('learned.unlock'), (x) => decide(x, 'unlock'))
@@ -155,7 +162,7 @@ export function render(root, params) {
     h('div', { class: 'meta' }, kindBadge(m),
       m.locked ? h('span', { class: 'badge warn locked' }, t('learned.locked')) : null,
       m.edited ? h('span', { class: 'badge edited' }, t('learned.edited')) : null,
-      where === 'review' && m.status !== 'active' ? h('span', { class: 'badge' }, t('learned.status.' + m.status, {}, m.status)) : null,
+      where !== 'active' && m.status !== 'active' ? h('span', { class: 'badge' }, t('learned.status.' + m.status, {}, m.status)) : null,
       h('span', { class: 'confidence', title: t('learned.confidence') }, `${t('learned.confidence')} ${Math.round((m.confidence || 0) * 100)}%`),
       h('span', { class: 'support' }, t('learned.sessions', { n: fmtNum(m.sessions || 0) })),
       h('span', { class: 'age', title: t('learned.last_seen') }, timeEl((m.data && m.data.last_seen) || m.created_at))),
