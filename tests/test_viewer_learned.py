@@ -47,6 +47,7 @@ def home(tmp_path_factory):
     seed(m)                                                       # shop-web, other-app, and bob's turns
     m.add_turns(_say(HTML_RULE, ["s5", "s6"], T0 + 4 * DAY))
     m.learn()
+    m.learn(owner="bob")                                          # bob learns "pnpm" in the same project
     bun = next(x for x in m.learned(project=PROJECT) if x["text"].startswith("Use bun, not npm"))
     service.act(m, m.scope(), bun["id"], "lock")
     # later the user says the opposite in two sessions: bun is locked, so pnpm waits as a conflict
@@ -127,7 +128,13 @@ def test_learned_page_scopes_reviews_edits_rolls_back_and_forgets(home, browser)
     active = [m for m in learned(home) if m["status"] == "active"]
     assert page.locator("#learned-active .item").count() == len(active) >= 8
     shown = page.inner_text("#learned-active")
-    assert "yarn" not in shown and "Always pnpm" not in shown
+    assert "yarn" not in shown
+    bobs = home.get("/api/v1/learned", params={"owner": "bob", "project": PROJECT, "status": "all"}).json()["items"]
+    assert any(b["status"] == "active" and "pnpm" in b["text"] for b in bobs), bobs
+    everything = page.inner_text("#content")
+    assert "Goal: Use pnpm, not bun, in this repo" not in everything          # bob's working state
+    assert "The package manager is pnpm" not in everything                   # bob's candidate
+    assert card(page, "active", "Use pnpm, not bun.").count() == 0           # bob's active rule (ours waits)
     bun = card(page, "active", "Use bun, not npm")
     assert "said in 2 sessions" in bun.inner_text() and "locked" in bun.inner_text()
     assert re.search(r"confidence \d+%", bun.inner_text())
