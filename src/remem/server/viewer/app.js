@@ -4,13 +4,14 @@ import { t, lang, setLang, LANGS } from './i18n.js';
 import { h, icon } from './ui.js';
 import * as memories from './pages/memories.js';
 import * as timeline from './pages/timeline.js';
+import * as learned from './pages/learned.js';
 import * as integrations from './pages/integrations.js';
 import * as sources from './pages/sources.js';
 import * as settings from './pages/settings.js';
 import * as health from './pages/health.js';
 
 const PAGES = [
-  ['memories', memories], ['timeline', timeline], ['integrations', integrations],
+  ['memories', memories], ['timeline', timeline], ['learned', learned], ['integrations', integrations],
   ['sources', sources], ['settings', settings], ['health', health],
 ];
 

@@ -1,0 +1,304 @@
+// Learned: per project, the active learned memories with links to their evidence turns, the review
+// queue (candidates), conflicts side by side, and per memory edit / lock / forget and its history with
+// rollback. Learned text is user data: it only ever enters the page as text (ui.js `h`).
+import { api } from '../api.js';
+import { t } from '../i18n.js';
+import { h, timeEl, absTime, emptyState, errorBox, loading, confirmDialog, toast, section, fmtNum } from '../ui.js';
+import { replaceParams } from '../nav.js';
+
+export function render(root, params) {
+  const st = { project: params.get('project') || '', owner: params.get('owner') || '', open: params.get('open') || '',
+    items: [], editing: '' };
+  let alive = true;
+
+  const projectSel = h('select', { id: 'learned-project', 'aria-label': t('learned.project') });
+  const learnBtn = h('button', { id: 'learn-now', onclick: learnNow }, t('learned.learn_now'));
+  const errorSlot = h('div', { id: 'learned-error' });
+  const activeBox = h('div', { class: 'list', id: 'learned-active' });
+  const conflictBox = h('div', { class: 'list', id: 'learned-conflicts' });
+  const reviewBox = h('div', { class: 'list', id: 'learned-review' });
+  const otherBox = h('div', { class: 'list' });
+  const otherHead = h('summary', {}, t('learned.other', { n: 0 }));
+  const detail = h('div', { class: 'detail card hidden', id: 'learned-detail' });
+  const lists = h('div', {},
+    section(t('learned.active'), activeBox),
+    section(t('learned.conflicts'), h('p', { class: 'muted' }, t('learned.conflicts_help')), conflictBox),
+    section(t('learned.review'), h('p', { class: 'muted' }, t('learned.review_help')), reviewBox),
+    h('details', { class: 'block', id: 'learned-other' }, otherHead,
+      h('p', { class: 'muted' }, t('learned.other_help')), otherBox));
+  const split = h('div', { class: 'split' }, lists, detail);
+  projectSel.addEventListener('change', () => { st.project = projectSel.value; st.open = ''; closeDetail(); load(); });
+
+  root.append(
+    h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, t('learned.title')), h('p', {}, t('learned.subtitle'))),
+      h('div', { class: 'filters' }, h('label', { class: 'muted', for: 'learned-project' }, t('learned.project')),
+        projectSel, learnBtn)),
+    errorSlot, split);
+
+  const q = (extra = {}) => {
+    const p = new URLSearchParams();
+    if (st.owner) p.set('owner', st.owner);
+    for (const [k, v] of Object.entries(extra)) if (v !== '' && v !== null && v !== undefined) p.set(k, v);
+    const s = p.toString();
+    return s ? '?' + s : '';
+  };
+  const path = (id, rest = '') => `/learned/${encodeURIComponent(id)}${rest}`;
+
+  function saveHash() {
+    replaceParams('learned', { project: st.project, owner: st.owner, open: st.open });
+  }
+
+  // An API error is shown where the user looks (top of the page) and as a toast; never swallowed.
+  function fail(e) {
+    if (!alive) return;
+    errorSlot.replaceChildren(errorBox(e));
+    toast((e && e.message) || String(e), true);
+  }
+
+  async function loadProjects() {
+    try {
+      const data = await api('/learned' + q({ status: 'all', limit: 5000 }));
+      if (!alive) return false;
+      const counts = new Map();
+      for (const m of data.items || []) if (m.project) counts.set(m.project, (counts.get(m.project) || 0) + 1);
+      const names = [...counts.keys()].sort();
+      if (st.project && !counts.has(st.project)) names.unshift(st.project);
+      // none picked yet: the project with the most learned memories
+      if (!st.project && names.length) st.project = names.reduce((a, b) => (counts.get(b) > counts.get(a) ? b : a));
+      projectSel.replaceChildren(...names.map((p) => h('option', { value: p }, counts.has(p) ? `${p} (${fmtNum(counts.get(p))})` : p)));
+      projectSel.value = st.project;
+      return true;
+    } catch (e) {
+      fail(e);
+      return false;
+    }
+  }
+
+  async function load() {
+    saveHash();
+    errorSlot.replaceChildren();
+    if (!st.project) {
+      for (const box of [activeBox, conflictBox, reviewBox]) box.replaceChildren();
+      activeBox.replaceChildren(emptyState(t('learned.empty_title'), t('learned.empty_text'), learnBtnCopy()));
+      return;
+    }
+    for (const box of [activeBox, conflictBox, reviewBox]) box.replaceChildren(loading());
+    try {
+      const data = await api('/learned' + q({ project: st.project, status: 'all', limit: 5000 }));
+      if (!alive) return;
+      st.items = (data.items || []).filter((m) => m.project === st.project);
+      await draw();
+      if (st.open) openDetail(st.open);
+    } catch (e) {
+      for (const box of [activeBox, conflictBox, reviewBox]) box.replaceChildren();
+      fail(e);
+    }
+  }
+
+  function learnBtnCopy() {
+    return h('button', { class: 'primary', onclick: learnNow }, t('learned.learn_now'));
+  }
+
+  async function draw() {
+    const byId = new Map(st.items.map((m) => [m.id, m]));
+    const active = st.items.filter((m) => m.status === 'active');
+    const candidates = st.items.filter((m) => m.status === 'candidate');
+    const conflicts = candidates.filter((m) => m.data && m.data.conflict_with);
+    const review = candidates.filter((m) => !(m.data && m.data.conflict_with));
+    const other = st.items.filter((m) => !['active', 'candidate'].includes(m.status));
+    otherHead.textContent = t('learned.other', { n: fmtNum(other.length) });
+    otherBox.replaceChildren(...other.map((m) => card(m, 'other')));
+    activeBox.replaceChildren(...(active.length ? active.map((m) => card(m, 'active'))
+      : [emptyState(t('learned.no_active_title'), t('learned.no_active_text'))]));
+    reviewBox.replaceChildren(...(review.length ? review.map((m) => card(m, 'review'))
+      : [h('p', { class: 'faint' }, t('learned.no_review'))]));
+    if (!conflicts.length) { conflictBox.replaceChildren(h('p', { class: 'faint' }, t('learned.no_conflicts'))); return; }
+    const pairs = [];
+    for (const c of conflicts) {
+      let other = byId.get(c.data.conflict_with) || null;
+      let err = null;
+      if (!other) {
+        try { other = await api(path(c.data.conflict_with, q())); } catch (e) { err = e; }
+      }
+      pairs.push(h('div', { class: 'grid-2 conflict', 'data-id': c.id },
+        h('div', {}, h('div', { class: 'faint' }, t('learned.newcomer')), card(c, 'review')),
+        h('div', {}, h('div', { class: 'faint' }, t('learned.conflicts_with')),
+          other ? card(other, other.status === 'active' ? 'active' : 'review') : errorBox(err))));
+    }
+    if (alive) conflictBox.replaceChildren(...pairs);
+  }
+
+  function kindBadge(m) {
+    return h('span', { class: 'badge agent kind' }, t('learned.kind.' + m.kind, {}, m.kind));
+  }
+
+  function evidenceLinks(m) {
+    const ids = m.evidence || [];
+    if (!ids.length) return null;
+    return h('div', { class: 'chips evidence', 'aria-label': t('learned.evidence') },
+      h('span', { class: 'faint' }, t('learned.evidence')),
+      ...ids.slice(0, 12).map((id, i) => h('a', {
+        class: 'chip mono', 'data-turn': id,
+        href: `#/memories?open=${encodeURIComponent(id)}${st.owner ? '&owner=' + encodeURIComponent(st.owner) : ''}`,
+        title: id, onclick: (e) => e.stopPropagation(),
+      }, `#${i + 1}`)),
+      ids.length > 12 ? h('span', { class: 'chip' }, `+${ids.length - 12}`) : null);
+  }
+
+  function card(m, where) {
+    const btn = (cls, label, fn, extra = {}) => h('button', { class: `small ${cls}`, type: 'button', ...extra,
+      onclick: (e) => { e.stopPropagation(); fn(m); } }, label);
+    const actions = where === 'other' ? [btn('approve', t('learned.approve'), (x) => decide(x, 'approve'))]
+      : where === 'review' ? [btn('primary approve', t('learned.approve'), (x) => decide(x, 'approve')),
+        btn('reject', t('learned.reject'), (x) => decide(x, 'reject'))]
+      : [btn('ghost edit', t('learned.edit'), startEdit),
+        m.locked ? btn('ghost unlock', t('learned.unlock'), (x) => decide(x, 'unlock'))
+          : btn('ghost lock', t('learned.lock'), (x) => decide(x, 'lock')),
+        btn('danger forget', t('learned.forget'), forget)];
+    const editing = st.editing === m.id && where === 'active';
+    const textEl = editing ? editForm(m) : h('div', { class: 'req learned-text' }, m.text || '—');
+    const el = h('div', { class: 'item' + (st.open === m.id ? ' selected' : ''), tabindex: '0', role: 'button',
+      'data-id': m.id, 'data-status': m.status, 'data-kind': m.kind },
+    h('div', { class: 'meta' }, kindBadge(m),
+      m.locked ? h('span', { class: 'badge warn locked' }, t('learned.locked')) : null,
+      m.edited ? h('span', { class: 'badge edited' }, t('learned.edited')) : null,
+      where !== 'active' && m.status !== 'active' ? h('span', { class: 'badge' }, t('learned.status.' + m.status, {}, m.status)) : null,
+      h('span', { class: 'confidence', title: t('learned.confidence') }, `${t('learned.confidence')} ${Math.round((m.confidence || 0) * 100)}%`),
+      h('span', { class: 'support' }, t('learned.sessions', { n: fmtNum(m.sessions || 0) })),
+      h('span', { class: 'age', title: t('learned.last_seen') }, timeEl((m.data && m.data.last_seen) || m.created_at))),
+    textEl,
+    evidenceLinks(m),
+    editing ? null : h('div', { class: 'chips actions' }, ...actions,
+      btn('ghost history', t('learned.history'), (x) => openDetail(x.id))));
+    el.addEventListener('click', (e) => { if (!editing && !e.target.closest('a, button, textarea')) openDetail(m.id); });
+    el.addEventListener('keydown', (e) => { if (e.key === 'Enter' && e.target === el) openDetail(m.id); });
+    return el;
+  }
+
+  function editForm(m) {
+    const area = h('textarea', { class: 'edit-text', rows: '3', maxlength: '2000', 'aria-label': t('learned.edit') });
+    area.value = m.text || '';
+    const save = h('button', { class: 'primary small save-edit', type: 'button', onclick: async (e) => {
+      e.stopPropagation();
+      save.disabled = true;
+      try {
+        await api(path(m.id, '/edit' + q()), { method: 'POST', body: { text: area.value } });
+        st.editing = '';
+        toast(t('learned.saved'));
+        await load();
+      } catch (err) { save.disabled = false; fail(err); }
+    } }, t('learned.save'));
+    const cancel = h('button', { class: 'small cancel-edit', type: 'button',
+      onclick: (e) => { e.stopPropagation(); st.editing = ''; draw().catch(fail); } }, t('common.cancel'));
+    setTimeout(() => area.focus(), 0);
+    return h('div', { class: 'edit-form' }, area, h('p', { class: 'faint' }, t('learned.edit_locks')),
+      h('div', { class: 'chips' }, save, cancel));
+  }
+
+  function startEdit(m) {
+    st.editing = m.id;
+    draw().catch(fail);
+  }
+
+  async function decide(m, action) {
+    try {
+      await api(path(m.id, `/${action}` + q()), { method: 'POST' });
+      toast(t('learned.done.' + action));
+      await load();
+    } catch (e) { fail(e); }
+  }
+
+  async function forget(m) {
+    const ok = await confirmDialog({ title: t('learned.forget_title'), body: t('learned.forget_body'),
+      confirm: t('learned.forget'), danger: true });
+    if (!ok) return;
+    if (st.open === m.id) closeDetail();
+    await decide(m, 'forget');
+  }
+
+  async function learnNow() {
+    learnBtn.disabled = true;
+    try {
+      const r = await api('/learned/learn' + q({ project: st.project }), { method: 'POST' });
+      toast(t('learned.learned', { n: fmtNum(r.created || 0) }));
+      await loadProjects();
+      await load();
+    } catch (e) { fail(e); } finally { learnBtn.disabled = false; }
+  }
+
+  function closeBtn() {
+    return h('button', { class: 'ghost small', 'aria-label': t('common.close'), onclick: closeDetail }, '✕');
+  }
+
+  function closeDetail() {
+    st.open = ''; saveHash();
+    split.classList.remove('open'); detail.classList.add('hidden');
+    for (const el of root.querySelectorAll('.item.selected')) el.classList.remove('selected');
+  }
+
+  async function openDetail(id) {
+    st.open = id; saveHash();
+    for (const el of root.querySelectorAll('.item[data-id]')) el.classList.toggle('selected', el.dataset.id === id);
+    split.classList.add('open');
+    detail.classList.remove('hidden');
+    detail.replaceChildren(loading());
+    try {
+      const [m, hist] = await Promise.all([api(path(id, q())), api(path(id, '/history' + q()))]);
+      if (!alive || st.open !== id) return;
+      detail.replaceChildren(...detailView(m, hist.events || []).filter(Boolean));
+    } catch (e) {
+      if (!alive || st.open !== id) return;
+      detail.replaceChildren(h('div', { class: 'detail-head' }, h('h2', {}, t('learned.detail')), closeBtn()), errorBox(e));
+    }
+  }
+
+  function change(ev) {
+    const b = ev.before || {}; const a = ev.after || {};
+    const parts = [];
+    for (const k of ['status', 'locked', 'edited']) {
+      if (ev.before && ev.after && b[k] !== a[k] && a[k] !== undefined) parts.push(`${k}: ${b[k] ?? '—'} → ${a[k]}`);
+    }
+    const text = ev.after && a.text !== b.text ? h('div', { class: 'event-text' }, a.text || '') : null;
+    return [parts.length ? h('div', { class: 'mono faint' }, parts.join(' · ')) : null, text];
+  }
+
+  function detailView(m, events) {
+    const quotes = (m.quotes || []).map((qt) => h('li', { class: qt.against ? 'step error' : 'step' },
+      h('div', {}, h('a', { href: `#/memories?open=${encodeURIComponent(qt.turn_id)}${st.owner ? '&owner=' + encodeURIComponent(st.owner) : ''}`,
+        class: 'quote-link', 'data-turn': qt.turn_id }, absTime(qt.at)),
+      qt.against ? h('span', { class: 'badge bad' }, t('learned.against')) : null),
+      h('div', { class: 'quote' }, qt.request)));
+    const rows = events.map((ev) => h('li', { class: 'step event', 'data-event': ev.id, 'data-action': ev.action },
+      h('div', {}, h('b', {}, t('learned.action.' + ev.action, {}, ev.action)), ' · ',
+        h('span', { class: 'faint' }, ev.actor), ' · ', timeEl(ev.ts),
+        ev.action === 'forgotten' || ev.action === 'forget' ? null
+          : h('button', { class: 'small ghost rollback', type: 'button', 'data-event': ev.id,
+            onclick: () => rollback(ev) }, t('learned.rollback'))),
+      ...change(ev)));
+    return [
+      h('div', { class: 'detail-head' }, h('div', {}, h('div', { class: 'meta' }, kindBadge(m), ' ',
+        t('learned.status.' + m.status, {}, m.status), m.locked ? ' · ' + t('learned.locked') : '')), closeBtn()),
+      section(t('learned.text'), h('pre', { class: 'pre', id: 'learned-detail-text' }, m.text || '—')),
+      quotes.length ? section(t('learned.evidence'), h('ol', { class: 'steps', id: 'learned-quotes' }, ...quotes)) : null,
+      section(t('learned.history'), events.length ? h('ol', { class: 'steps', id: 'learned-history' }, ...rows)
+        : h('p', { class: 'faint' }, t('learned.no_history'))),
+      section(t('memories.about'), h('dl', { class: 'kv' },
+        h('dt', {}, 'ID'), h('dd', { class: 'mono' }, m.id),
+        h('dt', {}, t('learned.layer')), h('dd', {}, m.layer),
+        m.slot ? [h('dt', {}, t('learned.slot')), h('dd', { class: 'mono' }, `${m.slot} = ${m.value || ''}`)] : null,
+        h('dt', {}, t('learned.updated')), h('dd', {}, absTime(m.updated_at)))),
+    ];
+  }
+
+  async function rollback(ev) {
+    try {
+      await api(`/learned/events/${encodeURIComponent(ev.id)}/rollback` + q(), { method: 'POST' });
+      toast(t('learned.rolled_back'));
+      await load();
+      if (!st.open) openDetail(ev.learned_id);
+    } catch (e) { fail(e); }
+  }
+
+  (async () => { if (await loadProjects()) await load(); })();
+  return () => { alive = false; };
+}
