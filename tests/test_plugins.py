@@ -391,3 +391,41 @@ def test_a_plugin_job_kind_runs_in_the_daemon(tmp_path, remem_home):
             time.sleep(0.2)
     assert got.get("status") == "done", got
     assert got["progress"]["result"] == {"turns": 1, "asked": 7}, got
+
+
+CHANNEL_PLUGIN = '''
+import os
+
+from remem.plugins import ChannelSpec, hookimpl
+
+
+def synonyms(ctx, text, scope, limit):
+    """A toy channel: "zebra" means the turns named in REMEM_TEST_ZEBRA (one of them another owner's)."""
+    if "zebra" not in text.lower():
+        return []
+    return [(t, 1.0) for t in os.environ.get("REMEM_TEST_ZEBRA", "").split(",") if t][:limit]
+
+
+@hookimpl
+def register_recall_channels(register):
+    register(ChannelSpec("synonyms", weight=1.0, gated=True, family="other", layer="L1", run=synonyms))
+'''
+
+
+def test_a_plugin_channel_runs_in_recall_inside_the_scope(tmp_path):
+    """A plugin's channel with a ``run`` function finds turns no built-in channel finds, is fused with
+    its declared weight and gate, shows in the explanation, and can never reach outside the scope."""
+    import remem
+
+    site = tmp_path / "site"
+    install_plugin(site, "remem-synonyms", "remem_synonyms_demo", CHANNEL_PLUGIN, entry="synonyms")
+    with remem.open() as m:
+        mine = m.add("the deployment runbook lives in ops/runbook.md", project="shop").id
+        theirs = m.add("bob's private deployment notes", owner="bob", project="shop").id
+    env = with_site(site, REMEM_TEST_ZEBRA=f"{theirs},{mine}")
+    got = json.loads(out(run_cli("search", "zebra", "--explain", "--json", env=env)))["results"]
+    assert [h["id"] for h in got] == [mine], got            # bob's turn: out of scope, never shown
+    assert "synonyms" in json.dumps(got[0])
+    assert json.loads(out(run_cli("search", "zebra", "--json")))["results"] == []   # plugin not installed
+    packet = json.loads(out(run_cli("recall", "zebra", "--json", env=env)))
+    assert [i["id"] for i in packet["items"]] == [mine]     # gated: it may bring a turn into a packet

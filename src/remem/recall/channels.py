@@ -343,6 +343,18 @@ def gather(ctx: RecallContext, q: Query, scope: Scope, cfg: RecallConfig,
             ch = Channel(name, available=False, reason=f"{type(e).__name__}: {e}")
         ch.ms = (time.perf_counter() - t0) * 1000
         out[name] = ch
+    for name, ps in gate.plugin_channels().items():   # channels plugins registered (docs/plugins.md)
+        if float(ps.weight) <= 0:
+            continue
+        t0 = time.perf_counter()
+        try:
+            found = ps.run(ctx, q.text, scope, cfg.pool)
+            ch = Channel(name, [(str(t), float(sc)) for t, sc in list(found or [])[: cfg.pool]])
+        except Exception as e:  # noqa: BLE001 - a plugin's failure is its channel's, never recall's
+            log.warning("recall channel %s (plugin) failed: %s", name, e)
+            ch = Channel(name, available=False, reason=f"{type(e).__name__}: {e}")
+        ch.ms = (time.perf_counter() - t0) * 1000
+        out[name] = ch
     if prefetched is not None and cache.get("thread") is not None:
         # while the model still computes: the ranking rows of what the lexical channels found
         ids = list(dict.fromkeys(t for ch in out.values() for t, _ in ch.hits))
@@ -361,4 +373,4 @@ def gather(ctx: RecallContext, q: Query, scope: Scope, cfg: RecallConfig,
         for name in vec_names:
             got[name].ms = waited  # embedding (what was left of it) and the scans ran together
             out[name] = got[name]
-    return {n: out[n] for n in active}
+    return {n: out[n] for n in (*active, *(n for n in out if n not in active))}

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .gate import REASONS as MEANINGFUL  # a hit here is a reason of its own
+from .gate import SPECS, spec
 from .gate import VECTOR_CHANNELS as VECTOR_CHANNELS
 from .gate import WORD_CHANNELS as WORD_CHANNELS
 
@@ -55,7 +56,7 @@ def reasons(channels: Mapping[str, Mapping[str, Any]], cover: float | None, rela
             least: float) -> list[str]:
     """Why a candidate is related (empty: nothing says so). ``related``: vector channel → the cosine
     a hit must reach (None: the model has no calibrated margin, every hit counts)."""
-    out = [c for c in channels if c in MEANINGFUL]
+    out = [c for c in channels if c in MEANINGFUL or c not in SPECS and spec(c).gated]  # a gated plugin channel
     for c in channels:
         if c in VECTOR_CHANNELS and c in related:
             floor = related[c]

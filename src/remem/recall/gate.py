@@ -68,9 +68,25 @@ CHANNEL_SPECS: list[ChannelSpec] = [
 SPECS: dict[str, ChannelSpec] = {s.name: s for s in CHANNEL_SPECS}
 
 
+def plugin_channels() -> dict[str, Any]:
+    """Channels plugins registered with a ``run`` function (``plugins.ChannelSpec``; the built-ins are
+    ``CHANNEL_SPECS`` above). Recall runs them beside the built-ins: ``run(ctx, query_text, scope,
+    limit) -> [(turn id, score), ...]``, best first; the scope is re-checked on every id they return.
+    Empty when plugins are off (``REMEM_NO_PLUGINS=1``)."""
+    from .. import plugins
+
+    return {n: s for n, s in plugins.recall_channels().items()
+            if n not in SPECS and callable(getattr(s, "run", None))}
+
+
 def spec(name: str) -> ChannelSpec:
     """The declaration of channel ``name``; a channel without one is an error, never silently ungated."""
     got = SPECS.get(name)
+    if got is None and name not in SPECS:
+        ps = plugin_channels().get(name)
+        if ps is not None:   # a plugin's channel: its declared weight, gate and layer (no vector margin)
+            return ChannelSpec(name, float(ps.weight), bool(ps.gated),
+                               ps.family if ps.family != "vector" else "other", layer=ps.layer)
     if got is None:
         raise ValueError(f"recall channel {name!r} has no ChannelSpec in recall/gate.py CHANNEL_SPECS "
                          f"(its weight, whether the packet gate applies, its family and layer)")

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..scope import Scope
 from . import coverage as cov
-from . import okapi
+from . import gate, okapi
 from . import rank as rk
 from .channels import META_CHARS, Channel, gather, scope_corpus
 from .config import DEFAULT, OKAPI_SESSION_MAX, RecallConfig
@@ -180,7 +180,8 @@ def rank(ctx: RecallContext, query: str, scope: Scope, *, k: int = 10, cfg: Reca
     pre: dict[str, dict[str, Any]] = {}
     chans = gather(ctx, q, scope, cfg, pre, vector_query=vq)
     hits = {n: c.hits for n, c in chans.items() if c.available and c.hits}
-    fused, det = rk.rrf(hits, cfg.weights, k=cfg.rrf_k)
+    weights = {**{n: float(s.weight) for n, s in gate.plugin_channels().items()}, **cfg.weights}
+    fused, det = rk.rrf(hits, weights, k=cfg.rrf_k)
     fused = rk.agreement_bonus(fused, det, cfg.agreement, counted=[c for c in hits if c != "recency"])
     if len(hits) > 1 or "recency" not in hits:
         # recency only ranks what another channel found; it never brings a turn in alone
