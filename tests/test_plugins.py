@@ -338,7 +338,7 @@ def test_the_manager_and_the_built_in_job_kinds(fresh_plugins):
     assert plugins.pm is plugins.manager()
     assert plugins.job_kinds() == HANDLERS
     assert plugins.origins("job_kinds") == dict.fromkeys(HANDLERS, "remem.builtins")
-    assert plugins.layers() == {}                     # the contract is there; issue 16 brings the first
+    assert list(plugins.layers()) == ["learned"]      # remem's own learning layer (remem/layers/)
 
 
 def test_register_called_the_wrong_way_says_how(fresh_plugins):
@@ -429,3 +429,52 @@ def test_a_plugin_channel_runs_in_recall_inside_the_scope(tmp_path):
     assert json.loads(out(run_cli("search", "zebra", "--json")))["results"] == []   # plugin not installed
     packet = json.loads(out(run_cli("recall", "zebra", "--json", env=env)))
     assert [i["id"] for i in packet["items"]] == [mine]     # gated: it may bring a turn into a packet
+
+
+LAYER_PLUGIN = '''
+from remem.plugins import LayerSpec, hookimpl
+
+
+def m001_todo_index(db):
+    db.execute("CREATE TABLE todo_layer_seen (turn_id TEXT PRIMARY KEY)")
+
+
+def todos(mem, turns):
+    """Every turn whose request holds "TODO:" gives one memory; one more cites a turn that is not there."""
+    out = [{"kind": "fact", "text": "open item: " + t["request"].split("TODO:", 1)[1].strip(), "evidence": [t["id"]]}
+           for t in turns if "TODO:" in t["request"]]
+    return out + [{"kind": "fact", "text": "made up", "evidence": ["t_not_a_turn"]}]
+
+
+@hookimpl
+def register_layers(register):
+    register(LayerSpec("todos", "open items the user named", extractors=(todos,),
+                       migrations={"sqlite": (m001_todo_index,)}))
+'''
+
+
+def test_a_plugin_memory_layer_migrates_once_and_its_memories_wait_for_review(tmp_path, remem_home):
+    """A plugin's layer: its own migration runs once (recorded as "<layer>:<step>"), its extractors see
+    the project's turns, what they derive waits as a candidate (never in a packet until approved), a
+    memory citing no real turn is dropped, and approving it makes it active."""
+    import sqlite3
+
+    site = tmp_path / "site"
+    install_plugin(site, "remem-todos", "remem_todos_demo", LAYER_PLUGIN, entry="todos")
+    env = with_site(site)
+    out(run_cli("add", "TODO: rotate the staging API keys before Friday", "--project", "ops", env=env))
+    out(run_cli("learn", "--json", env=env))
+    out(run_cli("learn", "--json", env=env))                   # a second run migrates nothing again
+    db = sqlite3.connect(remem_home / "remem.db")
+    steps = [r[0] for r in db.execute("SELECT name FROM schema_migrations WHERE name LIKE 'todos:%'")]
+    assert steps == ["todos:m001_todo_index"]
+    assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'todo_layer_seen'").fetchone()[0] == 1
+    review = json.loads(out(run_cli("learned", "list", "--project", "ops", "--status", "review", "--json", env=env)))
+    mine = [m for m in review if m["data"].get("layer") == "todos"]
+    assert [m["text"] for m in mine] == ["open item: rotate the staging API keys before Friday"], review
+    assert mine[0]["status"] == "candidate" and mine[0]["evidence"]
+    packet = json.loads(out(run_cli("recall", "rotate the staging API keys", "--project", "ops", "--json", env=env)))
+    assert all(i.get("layer") == "L1" for i in packet["items"])   # candidates never reach a packet
+    out(run_cli("learned", "approve", mine[0]["id"], env=env))
+    active = json.loads(out(run_cli("learned", "list", "--project", "ops", "--json", env=env)))
+    assert mine[0]["id"] in {m["id"] for m in active}

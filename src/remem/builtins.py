@@ -66,3 +66,14 @@ def register_commands(register: Register) -> None:
     for mod in (memory, data, sync, recall, service, hooks, bench, learned, plugins):
         for command in mod.COMMANDS:
             register(command)
+
+
+@hookimpl
+def register_layers(register: Register) -> None:
+    from .layers.service import BUILTIN_LAYER
+    from .plugins import LayerSpec
+
+    # remem's own learning (remem/layers/): its extractors run as one core inside the learn job and
+    # its tables are remem's migration m009; registered so `remem plugins` lists it like any layer
+    register(LayerSpec(BUILTIN_LAYER, "L2 preferences, conventions, corrections, decisions and error → fix "
+                       "procedures; L3 the project's commands, package manager and stack (remem/layers/)"))

@@ -80,20 +80,23 @@ def register_commands(register: Register) -> None:
 
 @hookspec
 def register_layers(register: Register) -> None:
-    """Memory layers above the raw turns (issue 16: learned preferences, procedures, facts):
-    ``register(LayerSpec(name, description, extractors, channels, migrations))``.
+    """Memory layers above the raw turns: ``register(LayerSpec(name, description, extractors, channels,
+    migrations))``. remem's own learning registers as the layer ``"learned"`` (remem/layers/).
 
-    * ``name``: the layer id items carry (``"L2"``, ``"L3"``; turns are ``"L1"``).
-    * ``extractors``: functions ``extract(mem, turns) -> list[dict]`` called, in order, with a
-      batch of newly written turns (dicts as ``Remem.get`` returns them) after every write and by
-      ``remem learn --rebuild`` over all turns; each returned dict is one derived memory with at
-      least ``kind``, ``text`` and ``evidence`` (the turn ids it came from). Deterministic, no
-      network; a derived memory is always rebuildable from its evidence.
+    * ``name``: a unique layer name; its memories are stored as learned memories with layer "L2"
+      ("L3" when the name is "L3") and ``data.layer = name``.
+    * ``extractors``: functions ``extract(mem, turns) -> list[dict]`` the learn job calls for every
+      project whose turns changed (``remem learn``, and the daemon after syncs and captures), with the
+      project's turns in time order (dicts with id, session_id, request, reply, actions_json, started_at
+      …); each returned dict is one derived memory with ``kind``, ``text`` and ``evidence`` (the ids of
+      the turns it came from). Deterministic, no network. What they derive waits as a candidate in the
+      review queue (never in a packet) until the user approves it; a memory citing none of the given
+      turns is dropped; forgetting its evidence turns removes it.
     * ``channels``: the layer's recall channels (``ChannelSpec`` with ``layer=name``), registered
       as recall channels with the same rules (a declared gate and family, a unique name).
-    * ``migrations``: per storage engine (``{"sqlite": (m001_learned, ...)}``), the layer's own
-      ordered, forward-only schema steps, each run once in its own transaction and recorded under
-      ``"<layer>:<function name>"``; the functions live under ``store/<engine>/`` (no SQL elsewhere).
+    * ``migrations``: per storage engine (``{"sqlite": (m001_todo_index, ...)}``), the layer's own
+      ordered, forward-only schema steps, each run once in its own transaction when the store opens
+      and recorded as ``"<layer>:<function name>"``.
     """
 
 

@@ -12,7 +12,9 @@ events too and any event can be rolled back.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +24,8 @@ from ..scope import Scope
 from ..store.protocols import Learned
 from .learn import learn as learn_core
 from .types import KINDS, STATUSES, Action, Memory, Turn
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..core import Remem
@@ -181,6 +185,42 @@ def _locked_memory(s: dict[str, Any]) -> Memory:
     return Memory(id=s["id"], kind=s["kind"], key="", text=s["text"], status=s["status"], locked=True)
 
 
+BUILTIN_LAYER = "learned"   # remem's own layer (this package); registered by remem.builtins
+
+
+def plugin_memories(rows: list[dict[str, Any]], project: str, mem: Remem) -> list[Memory]:
+    """What the memory layers plugins registered (``LayerSpec.extractors``) derive from a project's
+    turns, as candidates: they wait in the review queue (never injected) until the user approves
+    them, and only evidence among these turns is kept — a memory that cites none is dropped."""
+    from .. import plugins
+    from ..ingest.redact import redact_text
+    from .types import Evidence
+
+    known = {r["id"]: r for r in rows}
+    out: list[Memory] = []
+    for name, layer in plugins.layers().items():
+        if name == BUILTIN_LAYER:
+            continue
+        for extract in layer.extractors:
+            try:
+                got = list(extract(mem, rows) or [])
+            except Exception as e:  # noqa: BLE001 - a plugin's failure is its layer's, never the learn job's
+                log.warning("memory layer %s: extractor %s failed: %s", name, getattr(extract, "__name__", extract), e)
+                continue
+            for d in got:
+                ev = [t for t in (d.get("evidence") or []) if isinstance(t, str) and t in known]
+                text = redact_text(str(d.get("text") or "")).strip()[:2000]
+                kind = str(d.get("kind") or "fact")
+                if not ev or not text:
+                    continue
+                ident = hashlib.sha1(f"{name}\0{project}\0{kind}\0{text}".encode()).hexdigest()[:16]
+                out.append(Memory(id=f"m_{ident}", kind=kind, key=f"{name}:{ident}", text=text, project=project,
+                                  layer="L3" if name == "L3" else "L2", status="candidate", confidence=0.5,
+                                  evidence=[Evidence(t, known[t].get("session_id") or "", known[t].get("started_at"))
+                                            for t in ev], data={"layer": name}))
+    return out
+
+
 def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, float] | None,
                   now: float) -> dict[str, int]:
     """Recompute one owner's project from its turns and write the differences with events."""
@@ -197,6 +237,7 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
     for t in turns:
         sessions.setdefault(t.session, []).append(t.id)
     computed = learn_core(turns, locked=locked, rejected=refuse) if rows else []
+    computed += plugin_memories(rows, project, mem) if rows else []
     with mem.store.transaction():
         for m in computed:
             prev = stored.pop(m.id, None)

@@ -75,7 +75,13 @@ class SqliteStore:
             raise explain_error(e, self.path) from None
 
     def migrate(self) -> list[str]:
-        return migrate(self.conn)
+        """remem's migrations, then those of the memory layers plugins registered (``LayerSpec.migrations
+        ["sqlite"]``, each recorded once as ``"<layer>:<function>"``)."""
+        from ... import plugins
+
+        extra = [(f"{name}:{fn.__name__}", fn) for name, layer in plugins.layers().items()
+                 for fn in (layer.migrations or {}).get(self.engine, ())]
+        return migrate(self.conn, extra)
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from .db import transaction
 
@@ -242,23 +242,26 @@ def m001_core(db: sqlite3.Connection) -> None:
     )
 
 
-def migrate(db: sqlite3.Connection) -> list[str]:
-    """Apply pending migrations in order; returns the names applied now."""
+def migrate(db: sqlite3.Connection, extra: Sequence[tuple[str, Migration]] = ()) -> list[str]:
+    """Apply pending migrations in order, then ``extra`` ((recorded name, function): a plugin layer's
+    own steps, named ``"<layer>:<function>"``); returns the names applied now."""
     db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, "
                "name TEXT NOT NULL UNIQUE, applied_at REAL NOT NULL)")
     done = {r[0] for r in db.execute("SELECT name FROM schema_migrations")}
     applied = []
-    for i, fn in enumerate(MIGRATIONS, start=1):
-        if fn.__name__ in done:
+    steps: list[tuple[str, Migration, int | None]] = [(fn.__name__, fn, i) for i, fn in enumerate(MIGRATIONS, start=1)]
+    steps += [(name, fn, None) for name, fn in extra]
+    for name, fn, i in steps:
+        if name in done:
             continue
         with transaction(db):
             # re-check inside the write lock: another process may have migrated meanwhile
-            if db.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (fn.__name__,)).fetchone():
+            if db.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (name,)).fetchone():
                 continue
             fn(db)
             db.execute("INSERT INTO schema_migrations(id, name, applied_at) VALUES (?,?,?)",
-                       (i, fn.__name__, time.time()))
-        applied.append(fn.__name__)
+                       (i, name, time.time()))
+        applied.append(name)
     return applied
 
 
