@@ -359,3 +359,33 @@ def test_real_daemon_serves_recall_and_capture(seeded, remem_home):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_hooks_find_a_daemon_started_on_another_port(seeded, remem_home):
+    """`remem up --port N` / `remem serve --port N` runs the daemon off the configured port: the hooks
+    read the address it wrote into this home's lock file and are served by it (not the slower local
+    fallback), with nothing set in the environment or config."""
+    pytest.importorskip("fastapi")
+    port = free_port()
+    exe = Path(sys.executable).parent / "remem"
+    proc = subprocess.Popen([str(exe), "serve", "--port", str(port), "--no-background"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and '"port"' not in ((remem_home / "daemon.lock").read_text()
+                                                          if (remem_home / "daemon.lock").exists() else ""):
+            time.sleep(0.2)
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.5).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        payload = {"session_id": "other-port", "cwd": "/home/alice/proj/remem-demo",
+                   "prompt": "apply the fix for the flaky retry test"}
+        r, _ = hook("claude-code", "UserPromptSubmit", payload, env={"REMEM_HOOK_TIMEOUT": "30"})
+        assert "FakeClock" in json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "kind=turn_start via=daemon" in hooks_log(remem_home), hooks_log(remem_home)
+    finally:
+        proc.terminate()
+        proc.wait(10)

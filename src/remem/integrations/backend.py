@@ -9,6 +9,7 @@ meets it instead of duplicating it.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,9 +72,24 @@ class Backend:
                 token = token_path.read_text(encoding="utf-8").strip()
             except OSError:
                 return None     # no token: no daemon was ever started for this home
-            self._client = DaemonClient(str(self.settings.get("server.host")), int(self.settings.get("server.port")),
-                                        token, timeout=self.timeout, breaker=self.home / "hooks" / "daemon.down")
+            host, port = self._daemon_address()
+            self._client = DaemonClient(host, port, token, timeout=self.timeout,
+                                        breaker=self.home / "hooks" / "daemon.down")
         return self._client
+
+    def _daemon_address(self) -> tuple[str, int]:
+        """Where this home's daemon listens: the address it wrote into its lock file (``remem up --port
+        N`` picks another port than the setting), else the ``server.host`` / ``server.port`` settings."""
+        host, port = str(self.settings.get("server.host")), int(self.settings.get("server.port"))
+        try:
+            info = json.loads((self.home / "daemon.lock").read_text(encoding="utf-8") or "{}")
+        except (OSError, ValueError):
+            return host, port
+        if isinstance(info, dict) and isinstance(info.get("port"), int) and 0 < info["port"] < 65536:
+            got = str(info.get("host") or host)
+            if got in ("127.0.0.1", "localhost", "::1"):     # loopback only: never follow a file elsewhere
+                return got, int(info["port"])
+        return host, port
 
     @property
     def mem(self) -> Remem:
