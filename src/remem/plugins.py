@@ -194,6 +194,23 @@ def manager() -> pluggy.PluginManager:
         return _pm
 
 
+_third: bool | None = None
+
+
+def third_party() -> bool:
+    """Whether any plugin besides remem's own may be registered — cheap, without importing pluggy
+    when none is installed, so the paths that only need to know "is there anything extra?" (recall's
+    plugin channels, the layers' migrations on the hook's local fallback) stay light."""
+    global _third
+    if _pm is not None:
+        return any(name != BUILTIN for name, _ in _pm.list_name_plugin())
+    if os.environ.get(DISABLE_ENV, "").strip() in ("1", "true", "yes"):
+        return False
+    if _third is None:
+        _third = _may_declare_entry_points()
+    return _third
+
+
 def _may_declare_entry_points() -> bool:
     """False only when no installed distribution on ``sys.path`` names the ``remem`` group: a look
     at the ``entry_points.txt`` files, so that a ``remem`` command without plugins does not pay for
@@ -271,9 +288,10 @@ def unregister(name: str) -> None:
 
 def reset() -> None:
     """Forget the loaded manager (the next read loads the plugins again); run-time additions stay."""
-    global _pm
+    global _pm, _third
     with _lock:
         _pm = None
+        _third = None
         _problems.clear()
         _dists.clear()
         _cache.clear()

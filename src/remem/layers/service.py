@@ -196,6 +196,8 @@ def plugin_memories(rows: list[dict[str, Any]], project: str, mem: Remem) -> lis
     from ..ingest.redact import redact_text
     from .types import Evidence
 
+    if not plugins.third_party():
+        return []
     known = {r["id"]: r for r in rows}
     out: list[Memory] = []
     for name, layer in plugins.layers().items():

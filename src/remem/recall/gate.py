@@ -75,6 +75,8 @@ def plugin_channels() -> dict[str, Any]:
     Empty when plugins are off (``REMEM_NO_PLUGINS=1``)."""
     from .. import plugins
 
+    if not plugins.third_party():
+        return {}
     return {n: s for n, s in plugins.recall_channels().items()
             if n not in SPECS and callable(getattr(s, "run", None))}
 

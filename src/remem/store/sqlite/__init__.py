@@ -80,7 +80,7 @@ class SqliteStore:
         from ... import plugins
 
         extra = [(f"{name}:{fn.__name__}", fn) for name, layer in plugins.layers().items()
-                 for fn in (layer.migrations or {}).get(self.engine, ())]
+                 for fn in (layer.migrations or {}).get(self.engine, ())] if plugins.third_party() else []
         return migrate(self.conn, extra)
 
     def close(self) -> None:
