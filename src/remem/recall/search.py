@@ -296,12 +296,14 @@ def _direct(ctx: RecallContext, q: Query, scope: Scope, cfg: RecallConfig, order
     terms = cov.terms(q)
     n, df = ctx.text.doc_freqs(terms)
     weights = cov.weights(terms, n, df)
+    total = cov.top_weight(weights, terms)
+    match = cov.Matcher(terms)
     cover: dict[str, float] = {}
     for t, _ in order:  # the rest by the start of their text (ranking rows): evidence lifts them too
         row = rows.get(t) or meta.get(t)
         if row is not None:
-            hit = cov.matched(q, words_text(row), terms)
-            cover[t] = cov.share(q, hit, weights, terms)
+            hit = match(words_text(row))
+            cover[t] = cov.share(q, hit, weights, terms, total)
             details[t]["words"] = {"matched": hit, "coverage": round(cover[t], 3)}
     if cfg.guard_ratio:
         direct = {t for t in cover if set(details[t]["channels"]) & WORD_CHANNELS}
