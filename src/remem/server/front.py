@@ -59,9 +59,9 @@ class Front:
         st = self.state
         t0 = time.monotonic()
         try:
-            from .. import plugins
             from ..core import Remem
             from .app import create_app
+            from .. import plugins
             from .jobkinds import Scheduler, recover, startup
             from .jobs import JobRunner
             from .state import version
