@@ -104,6 +104,18 @@ def weights(words: list[str], n: int, df: dict[str, int]) -> dict[str, float]:
     return {w: 0.5 * (_norm_idf(max(n, 1), df.get(w, 0)) + reference_weight(w)) for w in words}
 
 
+# ASCII text tokenised as TOKEN does, in C: letters lower-cased, digits kept, everything else a space
+_ASCII = bytes(c + 32 if 65 <= c <= 90 else c if (97 <= c <= 122 or 48 <= c <= 57) else 32 for c in range(256))
+
+
+def tokens(text: str) -> set[str]:
+    """The lower-cased TOKEN tokens of ``text``: for ASCII text a byte table and a split (~10× the
+    regex's speed on kilobytes of tool output), otherwise the regex."""
+    if text.isascii():
+        return set(text.encode("ascii").translate(_ASCII).decode("ascii").split())
+    return set(TOKEN.findall(text.lower()))
+
+
 def _forms(s: str) -> tuple[str, ...]:
     """Every word :func:`stem` can take to ``s`` (and a few it does not): ``s`` itself, ``s`` + a
     suffix, and for a stem in "y" the "ies" / "ied" forms."""
@@ -135,7 +147,7 @@ class Matcher:
                     self._forms.setdefault(f, set()).add(s)
 
     def __call__(self, text: str) -> list[str]:
-        toks = set(TOKEN.findall(text.lower()))
+        toks = tokens(text)
         same = toks & self._plain
         stems = {s for t in toks.intersection(self._forms) for s in self._forms[t]}
         return [w for w in self.words if ((w in text) if w in self._cjk else (w in same or self._stem[w] in stems))]
