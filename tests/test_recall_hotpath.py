@@ -129,3 +129,21 @@ def test_search_stems_the_prompt_not_every_candidate_token(mem, real_turns):
         # forms of their stems (13-15 a word) are a bounded number per query
         assert calls <= 20 * (words + 3), (p[:60], calls, words)
     assert found >= 20
+
+
+def test_tokens_are_the_regex_tokens(real_turns):
+    """The byte-table tokeniser gives the TOKEN regex's tokens: ASCII, text whose only non-ASCII
+    characters separate words (dashes, arrows, quotes), and the regex's own path for the rest."""
+    texts = texts_of(real_turns) + [
+        "a_b C9d __x__ Ünïcode ß 中文abc", "", "FOO.bar(BAZ_qux) 12ab-34 tab\tnew\nline\x0bvt\x1fus",
+        "a—b → c…d “q” ok", "\u212a is the Kelvin sign", "Ⓐb ½x ²3 ٣4 İstanbul", "修复 failing_test — done ✓"]
+    paths = {"ascii": 0, "separators": 0, "regex": 0}
+    for text in texts:
+        assert cov.tokens(text) == set(cov.TOKEN.findall(text.lower())), text[:60]
+        if text.isascii():
+            paths["ascii"] += 1
+        elif any(c.isalnum() for c in text if not c.isascii()):
+            paths["regex"] += 1
+        else:
+            paths["separators"] += 1
+    assert min(paths.values()) >= 3, paths
