@@ -147,3 +147,26 @@ def test_tokens_are_the_regex_tokens(real_turns):
         else:
             paths["separators"] += 1
     assert min(paths.values()) >= 3, paths
+
+
+def test_a_turn_start_tokenises_each_text_once(mem, real_turns, monkeypatch):
+    """The packet's word gate reads the rows the ranking's guard already weighed whole: it takes their
+    matched words from the ranking instead of tokenising kilobytes of tool output again."""
+    mem.add_turns(real_turns)
+    mem.config.override("embedding.enabled", False)
+    seen: dict[str, int] = {}
+    real = cov.tokens
+
+    def counting(text):
+        seen[text] = seen.get(text, 0) + 1
+        return real(text)
+
+    monkeypatch.setattr(cov, "tokens", counting)
+    shown = 0
+    for p in real_queries(6, seed=9):
+        seen.clear()
+        packet = mem.turn_start(p, owner=REAL_OWNER)
+        shown += len(packet["items"])
+        twice = {t[:60]: n for t, n in seen.items() if n > 1 and len(t) > 400}
+        assert not twice, twice
+    assert shown >= 6

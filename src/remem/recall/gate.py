@@ -132,7 +132,9 @@ def covered(ctx: RecallContext, ranked: Ranked, order: list[tuple[str, float]], 
     for t, s in order:
         if t not in rows:
             continue
-        hit = match(words_text(rows[t]))
+        hit = ranked.full_words.get(t)
+        if hit is None:  # not read whole by the ranking's guard
+            hit = match(words_text(rows[t]))
         d = ranked.details.setdefault(t, {})
         d["matched"] = hit  # --explain shows them
         if own_channels(ranked, t) <= WORD_CHANNELS:
