@@ -104,25 +104,64 @@ def weights(words: list[str], n: int, df: dict[str, int]) -> dict[str, float]:
     return {w: 0.5 * (_norm_idf(max(n, 1), df.get(w, 0)) + reference_weight(w)) for w in words}
 
 
+# ASCII text tokenised as TOKEN does, in C: letters lower-cased, digits kept, everything else a space
+_ASCII = bytes(c + 32 if 65 <= c <= 90 else c if (97 <= c <= 122 or 48 <= c <= 57) else 32 for c in range(256))
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
+def tokens(text: str) -> set[str]:
+    """The lower-cased TOKEN tokens of ``text``. Text whose only non-ASCII characters are not letters
+    or digits (dashes, arrows, quotes: most replies) is tokenised with a byte table and a split, ~3×
+    the regex's speed on kilobytes of tool output (those characters separate tokens either way);
+    other text (Chinese, accented words) by the regex."""
+    if not text.isascii():
+        if any(c.isalnum() for run in _NON_ASCII.findall(text) for c in run):
+            return set(TOKEN.findall(text.lower()))
+        text = _NON_ASCII.sub(" ", text)
+    return set(text.encode("ascii").translate(_ASCII).decode("ascii").split())
+
+
+def _forms(s: str) -> tuple[str, ...]:
+    """Every word :func:`stem` can take to ``s`` (and a few it does not): ``s`` itself, ``s`` + a
+    suffix, and for a stem in "y" the "ies" / "ied" forms."""
+    out = [s, *(s + suf for suf in _SUFFIXES if suf not in ("ies", "ied"))]
+    if s.endswith("y"):
+        out += [s[:-1] + "ies", s[:-1] + "ied"]
+    return tuple(out)
+
+
+class Matcher:
+    """:func:`matched` for one query's terms, prepared once and applied to many texts.
+
+    The same answer as stemming every token of every text, at the cost of one tokenisation: a token
+    has the stem of a query word only if it is one of the few forms of that stem (:func:`_forms`), so
+    those forms are stemmed once here and a text's tokens are only looked up. Ranking checks hundreds
+    of candidates a query (0.3 s of a slow 100k-turn turn_start went into stemming their tokens)."""
+
+    __slots__ = ("words", "_cjk", "_plain", "_stem", "_forms")
+
+    def __init__(self, words: list[str]) -> None:
+        self.words = words
+        self._cjk = {w for w in words if CJK.match(w)}
+        self._plain = {w for w in words if w not in self._cjk}
+        self._stem = {w: stem(w) for w in self._plain}
+        self._forms: dict[str, set[str]] = {}  # a token → the query words' stems it stems to
+        for s in set(self._stem.values()):
+            for f in _forms(s):
+                if stem(f) == s:
+                    self._forms.setdefault(f, set()).add(s)
+
+    def __call__(self, text: str) -> list[str]:
+        toks = tokens(text)
+        same = toks & self._plain
+        stems = {s for t in toks.intersection(self._forms) for s in self._forms[t]}
+        return [w for w in self.words if ((w in text) if w in self._cjk else (w in same or self._stem[w] in stems))]
+
+
 def matched(q: Query, text: str, words: list[str] | None = None) -> list[str]:
     """The query's terms (``words``, default :func:`terms`) ``text`` holds: the word or a word of
-    the same stem; a CJK word by containment."""
-    words = terms(q) if words is None else words
-    toks = set(TOKEN.findall(text.lower()))
-    out = []
-    stems: set[str] | None = None
-    for w in words:
-        if CJK.match(w):
-            if w in text:
-                out.append(w)
-        elif w in toks:
-            out.append(w)
-        else:
-            if stems is None:
-                stems = {stem(t) for t in toks}
-            if stem(w) in stems:
-                out.append(w)
-    return out
+    the same stem; a CJK word by containment. (Many texts: :class:`Matcher`.)"""
+    return Matcher(terms(q) if words is None else words)(text)
 
 
 def coverage(q: Query, text: str, n: int, df: dict[str, int]) -> float:
@@ -133,11 +172,18 @@ def coverage(q: Query, text: str, n: int, df: dict[str, int]) -> float:
     return share(q, matched(q, text), weights(terms(q), n, df))
 
 
-def share(q: Query, hit: list[str], w: dict[str, float], words: list[str] | None = None) -> float:
-    """Share of the weight of the query's terms (``words``, default :func:`terms`) that ``hit`` holds."""
+def top_weight(w: dict[str, float], words: list[str]) -> float:
+    """The weight of the COVERAGE_TERMS weightiest of ``words``: what a full coverage holds."""
+    return sum(sorted((w.get(x, 1.0) for x in words), reverse=True)[:COVERAGE_TERMS])
+
+
+def share(q: Query, hit: list[str], w: dict[str, float], words: list[str] | None = None,
+          total: float | None = None) -> float:
+    """Share of the weight of the query's terms (``words``, default :func:`terms`) that ``hit`` holds
+    (``total``: their :func:`top_weight`, when the caller weighs many hits)."""
     words = terms(q) if words is None else words
     if not words:
         return 1.0
-    total = sum(sorted((w.get(x, 1.0) for x in words), reverse=True)[:COVERAGE_TERMS])
+    total = top_weight(w, words) if total is None else total
     got = sum(sorted((w.get(x, 1.0) for x in hit), reverse=True)[:COVERAGE_TERMS])
     return min(1.0, got / total) if total else 1.0

@@ -37,17 +37,17 @@ def guard(order: Sequence[tuple[str, float]], base: Mapping[str, float], cover: 
     capped: dict[str, float] = {}
     # settle the best-covered first: a direct hit's own (possibly capped) score is the ceiling below it
     todo = sorted((t for t in score if t in cover), key=lambda t: -cover[t])
-    settled: list[str] = []
+    settled: list[str] = []  # the direct hits settled so far holding STRONG of the words: the only ceilings
     for t in todo:
-        ceiling = min((score[d] for d in settled if cover[d] >= STRONG and cover[t] < ratio * cover[d]
-                       and score[d] < score[t]), default=None)
+        ceiling = min((score[d] for d in settled if cover[t] < ratio * cover[d] and score[d] < score[t]),
+                      default=None)
         if ceiling is not None:
             # just below the ceiling, those capped under one ceiling keep their order
             new = max(base.get(t, score[t]), ceiling - EPS / (1.0 + score[t]))
             if new < score[t]:
                 capped[t] = score[t]
                 score[t] = new
-        if t in direct:
+        if t in direct and cover[t] >= STRONG:
             settled.append(t)
     return sorted(score.items(), key=lambda x: (-x[1], x[0])), capped
 

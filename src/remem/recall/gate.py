@@ -144,15 +144,19 @@ def covered(ctx: RecallContext, ranked: Ranked, order: list[tuple[str, float]], 
     n, df = ctx.text.doc_freqs(terms)
     weights = cov.weights(terms, n, df)
     topics = cov.topic_words(terms)
+    total = cov.top_weight(weights, terms)
+    match = cov.Matcher(terms)
     keep = []
     for t, s in order:
         if t not in rows:
             continue
-        hit = cov.matched(q, words_text(rows[t]), terms)
+        hit = ranked.full_words.get(t)
+        if hit is None:  # not read whole by the ranking's guard
+            hit = match(words_text(rows[t]))
         d = ranked.details.setdefault(t, {})
         d["matched"] = hit  # --explain shows them
         if own_channels(ranked, t) <= WORD_CHANNELS:
-            c = cov.share(q, hit, weights, terms)
+            c = cov.share(q, hit, weights, terms, total)
             d.setdefault("evidence", {})["coverage"] = round(c, 3)
             # a prompt that names a topic ("staging kubeconfig") is not answered by a memory sharing
             # only its other words ("kept")

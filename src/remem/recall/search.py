@@ -34,6 +34,9 @@ class Ranked:
     meta: dict[str, dict[str, Any]] = field(default_factory=dict)
     sessions: list[tuple[str, float]] = field(default_factory=list)  # session key, score
     best_turn: dict[str, str] = field(default_factory=dict)           # session key → best turn
+    # the query's terms each candidate's whole text holds (the guard read it whole): the packet's word
+    # gate reads the same rows and need not tokenise them again
+    full_words: dict[str, list[str]] = field(default_factory=dict)
 
     def stats(self) -> dict[str, Any]:
         return {name: ch.stat() for name, ch in self.channels.items()}
@@ -237,9 +240,10 @@ def rank(ctx: RecallContext, query: str, scope: Scope, *, k: int = 10, cfg: Reca
         final[t] = rk.apply_boosts(s, f)
         details[t]["boosts"] = f
     order = sorted(final.items(), key=lambda x: (-x[1], x[0]))
+    full_words: dict[str, list[str]] = {}
     if cfg.guard_ratio or cfg.floor:
         base = _direct_base(final, fused, evidence, details, chans, cfg)
-        order = _direct(ctx, q, scope, cfg, order, base, details, groups, chans, nb_of, meta, k)
+        order = _direct(ctx, q, scope, cfg, order, base, details, groups, chans, nb_of, meta, k, full_words)
     order = rk.adaptive_threshold(order, cfg.threshold)
     if cfg.mmr_lambda < 1.0 or cfg.session_cap:
         toks = {t: set((meta[t].get("request") or "").lower().split()) for t, _ in order[: k * 3]}
@@ -247,7 +251,7 @@ def rank(ctx: RecallContext, query: str, scope: Scope, *, k: int = 10, cfg: Reca
                        group_of=lambda t: groups.get(t) or t, group_cap=cfg.session_cap)
     for t, s in order:
         details[t]["final"] = round(s, 6)
-    return Ranked(q, chans, order[:k], details, meta, sessions, best_turn)
+    return Ranked(q, chans, order[:k], details, meta, sessions, best_turn, full_words)
 
 
 def words_text(row: dict[str, Any]) -> str:
@@ -283,9 +287,10 @@ def _direct_base(final: dict[str, float], fused: dict[str, float], evidence: dic
 def _direct(ctx: RecallContext, q: Query, scope: Scope, cfg: RecallConfig, order: list[tuple[str, float]],
             base: dict[str, float], details: dict[str, dict[str, Any]], groups: dict[str, str],
             chans: dict[str, Channel], nb_of: dict[str, list[str]], meta: dict[str, dict[str, Any]],
-            k: int) -> list[tuple[str, float]]:
+            k: int, full_words: dict[str, list[str]] | None = None) -> list[tuple[str, float]]:
     """The direct-hit guard and the relevance floor (recall/direct.py) over the best candidates and
-    the best word hits: each checked one shows its ``words`` (matched, coverage) in its details."""
+    the best word hits: each checked one shows its ``words`` (matched, coverage) in its details
+    (``full_words`` gets the matched terms of those whose whole row was read)."""
     pos = dict(order)
     ids = [t for t, _ in order[: max(3 * k, 30)]]
     for name in WORD_CHANNELS:
@@ -297,12 +302,16 @@ def _direct(ctx: RecallContext, q: Query, scope: Scope, cfg: RecallConfig, order
     terms = cov.terms(q)
     n, df = ctx.text.doc_freqs(terms)
     weights = cov.weights(terms, n, df)
+    total = cov.top_weight(weights, terms)
+    match = cov.Matcher(terms)
     cover: dict[str, float] = {}
     for t, _ in order:  # the rest by the start of their text (ranking rows): evidence lifts them too
         row = rows.get(t) or meta.get(t)
         if row is not None:
-            hit = cov.matched(q, words_text(row), terms)
-            cover[t] = cov.share(q, hit, weights, terms)
+            hit = match(words_text(row))
+            if full_words is not None and t in rows:
+                full_words[t] = hit
+            cover[t] = cov.share(q, hit, weights, terms, total)
             details[t]["words"] = {"matched": hit, "coverage": round(cover[t], 3)}
     if cfg.guard_ratio:
         direct = {t for t in cover if set(details[t]["channels"]) & WORD_CHANNELS}
