@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from ..layers.learn import learn
-from ..layers.select import pick
+from ..layers.select import RECENT_TURNS, pick, recent_context
 from ..layers.types import Memory, Turn
 from .learn import matches
 from .specstory_min import read_project
@@ -98,7 +98,10 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
             now = turns[pos].ts or time.time()
             first = int(b["turn"]) == 1
             active = [m.to_dict() for m in mems if m.status == "active"]
-            picked = pick(active, prompt, first_of_session=first and core_at == "prompt", now=now)
+            ctx = recent_context(a for t in turns[max(0, pos - RECENT_TURNS):pos] if t.session == b["session"]
+                                 for a in t.actions)
+            picked = pick(active, prompt, first_of_session=first and core_at == "prompt", now=now,
+                          recent_context=ctx)
             pinned: list[Memory] = []
             if core_at == "session_start":
                 if b["session"] not in starts:
