@@ -122,3 +122,50 @@ def test_the_cli_and_the_rest_api_show_the_learned_section(mem):
     got = json.loads(r.stdout)
     assert got["items"][0]["layer"] == "L3" or got["items"][0]["layer"] == "L2"
     assert "bun test" in got["text"]
+
+
+def test_a_rule_tied_to_what_the_session_just_touched_comes_back():
+    """A rule anchored to a path / identifier the session's last turns edited or ran is shown on a
+    prompt that shares no word with it ("go ahead"); anchors elsewhere, short anchors, facts and
+    candidates are not."""
+    now = 1_800_000_000.0
+    mems = [
+        {"id": "gen", "kind": "convention", "status": "active", "confidence": 0.8, "sessions": ["1"],
+         "text": "Never edit src/api/generated.ts by hand; regenerate it with the codegen script.",
+         "data": {"anchors": ["src/api/generated.ts", "codegen"]}},
+        {"id": "zh", "kind": "convention", "status": "active", "confidence": 0.7, "sessions": ["1"],
+         "text": "以后 `config_loader.py` 里不要直接读环境变量", "data": {"anchors": ["config_loader.py"]}},
+        {"id": "short", "kind": "preference", "status": "active", "sessions": ["1"],
+         "text": "Keep the ui folder flat.", "data": {"anchors": ["ui"]}},
+        {"id": "cand", "kind": "convention", "status": "candidate", "text": "Never touch src/api/generated.ts.",
+         "data": {"anchors": ["src/api/generated.ts"]}},
+    ]
+    assert pick(mems, "go ahead", now=now) == []
+    got = pick(mems, "go ahead", now=now, recent_context="src/api/generated.ts\nbun run build")
+    assert [m["id"] for m in got] == ["gen"] and got[0]["why"] == "context"
+    got = pick(mems, "好的，继续改", now=now, recent_context="app/config_loader.py\npython -m pytest -q")
+    assert [m["id"] for m in got] == ["zh"]
+    # the session worked elsewhere: nothing (a short anchor like "ui" would match "build")
+    for ctx in ("src/ui/Button.tsx\nbun run build", "docs/README.md", ""):
+        assert pick(mems, "go ahead", now=now, recent_context=ctx) == [], ctx
+
+
+def test_turn_start_brings_the_rule_for_the_file_the_session_just_edited(mem):
+    """Through the real face: a rule about a file, and a session whose last turn edited that file —
+    its next prompt "ok go ahead" gets the rule; another session's prompt does not."""
+    from remem.model import ToolCall
+
+    mem.add("from now on never edit `src/api/generated.ts` by hand, regenerate it with the codegen script",
+            reply="Understood.", project=PROJECT, session="rules-1")
+    mem.learn()
+    rule = [m for m in mem.learned(PROJECT) if "generated.ts" in m["text"]]
+    assert rule and rule[0]["status"] == "active"
+    edit = ToolCall(name="Edit", input=json.dumps({"file_path": "src/api/generated.ts", "old_string": "a",
+                                                   "new_string": "b"}), output="ok")
+    mem.add("the checkout total is wrong on the summary page", reply="Fixed the total.", project=PROJECT,
+            session="work-1", actions=[edit])
+    mem.add("check the price formatting too", reply="Done.", project=PROJECT, session="work-2")
+    got = learned_items(mem.turn_start("ok go ahead", project=PROJECT, session="work-1"))
+    assert rule[0]["id"] in [i.get("id") for i in got]
+    other = learned_items(mem.turn_start("ok go ahead", project=PROJECT, session="work-2"))
+    assert rule[0]["id"] not in [i.get("id") for i in other]

@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from ..layers.learn import learn
-from ..layers.select import pick
+from ..layers.select import RECENT_TURNS, pick, recent_context
 from ..layers.types import Memory, Turn
 from .learn import matches
 from .specstory_min import read_project
@@ -55,7 +55,14 @@ def _position(turns: list[Turn], session: str, k: int) -> int | None:
     return None
 
 
-def run(data: str, labels_dir: str, projects: list[str] | None = None) -> dict[str, Any]:
+TUNE = ("chitin", "blastmerge", "pokerswound", "ttc", "ypos", "alpamayo")   # looked at while tuning
+
+
+def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
+        core_at: str = "prompt") -> dict[str, Any]:
+    """``core_at="prompt"``: the core facts ride with a session's first prompt (what turn_start does);
+    ``"session_start"``: they are in the SessionStart context instead, visible to every prompt of the
+    session (counted for coverage) but not part of any prompt's packet (not counted as injection)."""
     raw = os.path.join(data, "raw")
     names = projects or sorted(d for d in os.listdir(raw) if os.path.isdir(os.path.join(raw, d)))
     per: dict[str, Any] = {}
@@ -71,6 +78,7 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None) -> dict[s
         row: dict[str, Any] = {"need_point": [0, 0], "later_task": [0, 0], "negative": [0, 0],
                                "negative_prompt_matched": [0, 0], "items": 0, "misses": []}
         cache: dict[int, list[Memory]] = {}
+        starts: dict[str, list[Memory]] = {}
         for pr in probes:
             b = pr["before"]
             pos = _position(turns, b["session"], int(b["turn"]))
@@ -88,8 +96,23 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None) -> dict[s
             mems = cache[pos]
             by_id = {m.id: m for m in mems}
             now = turns[pos].ts or time.time()
-            picked = pick([m.to_dict() for m in mems if m.status == "active"], prompt,
-                          first_of_session=int(b["turn"]) == 1, now=now)
+            first = int(b["turn"]) == 1
+            active = [m.to_dict() for m in mems if m.status == "active"]
+            ctx = recent_context(a for t in turns[max(0, pos - RECENT_TURNS):pos] if t.session == b["session"]
+                                 for a in t.actions)
+            picked = pick(active, prompt, first_of_session=first and core_at == "prompt", now=now,
+                          recent_context=ctx)
+            pinned: list[Memory] = []
+            if core_at == "session_start":
+                if b["session"] not in starts:
+                    s0 = next(i for i, t in enumerate(turns) if t.session == b["session"])
+                    if s0 not in cache:
+                        cache[s0] = learn(turns[:s0])
+                    at = {m.id: m for m in cache[s0]}
+                    got = pick([m.to_dict() for m in cache[s0] if m.status == "active"], "",
+                               entry="session_start", now=now)
+                    starts[b["session"]] = [at[x["id"]] for x in got if x["id"] in at]
+                pinned = starts[b["session"]]
             row["items"] += len(picked)
             kind = pr.get("type", "")
             if kind not in row:
@@ -101,12 +124,17 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None) -> dict[s
                 row["negative_prompt_matched"][1] += 1
                 continue
             want = [by_iid[i] for i in pr.get("expects", []) if i in by_iid]
-            hit = any(matches(by_id[x["id"]], i) for x in picked if x["id"] in by_id for i in want)
+            hit = any(matches(by_id[x["id"]], i) for x in picked if x["id"] in by_id for i in want) or \
+                any(matches(m, i) for m in pinned for i in want)
             row[kind][0] += hit
             if not hit:
                 have = any(matches(m, i) for m in mems if m.status == "active" for i in want)
                 row["misses"].append({"pid": pr.get("pid"), "learned_active": have, "picked": len(picked)})
         per[p] = row
+        grp = tot.setdefault("tune" if p in TUNE else "heldout", {k: [0, 0] for k in KINDS})
+        for k in KINDS:
+            grp[k][0] += row[k][0]
+            grp[k][1] += row[k][1]
         for k in KINDS:
             tot[k][0] += row[k][0]
             tot[k][1] += row[k][1]
@@ -123,7 +151,14 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None) -> dict[s
                         "false_injection": rate(tot["negative"]), "negatives": tot["negative"][1],
                         "false_injection_prompt_matched": rate(tot["negative_prompt_matched"]),
                         "learned_items_per_probe": round(tot["items"] / tot["probes"], 2) if tot["probes"] else None,
-                        "probes_unreadable": tot["bad_prompt"], "learn_seconds": round(tot["learn_s"], 1)}}
+                        "probes_unreadable": tot["bad_prompt"], "learn_seconds": round(tot["learn_s"], 1),
+                        "core_at": core_at},
+            "groups": {g: {"need_point_coverage": rate(tot[g]["need_point"]),
+                           "later_task_coverage": rate(tot[g]["later_task"]),
+                           "false_injection": rate(tot[g]["negative"]),
+                           "false_injection_prompt_matched": rate(tot[g]["negative_prompt_matched"]),
+                           "counts": {k: tot[g][k] for k in KINDS}}
+                       for g in ("tune", "heldout") if g in tot}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", required=True, help="the derive-dev folder (holds raw/<project>/)")
     ap.add_argument("--labels", default="bench/learn-labels", help="the label folder (default bench/learn-labels)")
     ap.add_argument("--project", action="append", help="only these projects (repeatable)")
+    ap.add_argument("--core-at", choices=("prompt", "session_start"), default="prompt",
+                    help="where the core facts go: with a session's first prompt (default) or in the "
+                         "SessionStart context")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     if not os.path.isdir(os.path.join(a.data, "raw")):
@@ -141,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.isdir(a.labels):
         print(f"no label folder {a.labels}", file=sys.stderr)
         return 2
-    rep = run(a.data, a.labels, a.project)
+    rep = run(a.data, a.labels, a.project, core_at=a.core_at)
     if a.json:
         print(json.dumps(rep, indent=1))
         return 0
@@ -149,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{p:15s} need {r['need_point']:>6s}  later {r['later_task']:>6s}  negative-injected "
               f"{r['negative']:>6s}  items {r['items']}")
     print("overall", json.dumps(rep["overall"]))
+    for g, r in rep["groups"].items():
+        print(g, json.dumps({k: v for k, v in r.items() if k != "counts"}))
     return 0
 
 

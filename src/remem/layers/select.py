@@ -17,6 +17,10 @@ be named, and every picked item says which:
 * ``reminder``  on a prompt that asks the agent to act ("go ahead", "implement …", "add …", 改/实现),
                 the ≤ ``REMINDERS`` rules the user stated most (in ≥ ``MUST_SESSIONS`` sessions): the
                 rules agents break while doing the work are those the user keeps repeating;
+* ``context``   a rule tied to a concrete thing (a path, an identifier, a `code` term: its anchors, ≥ 4
+                characters) that the session's last turns touched — an edited or read file, a command
+                (``recent_context``): the agent is working where the rule applies, whatever the prompt
+                says ("go ahead" after a plan);
 * ``resume``    the working state of the newest session in the project, when the prompt asks to
                 continue (``continue``, ``继续``, "where were we") or the entry is ``resume`` — and
                 only while it is fresh (``WORKING_STATE_DAYS``).
@@ -42,6 +46,8 @@ RULE_KINDS = ("preference", "convention", "correction", "decision")
 REMINDERS = 2            # must-follow rules re-shown on a prompt that asks the agent to act
 MUST_SESSIONS = 3        # a rule stated in this many sessions is must-follow
 
+RECENT_TURNS = 2         # the session's last turns whose files and commands ``context`` looks at
+MIN_ANCHOR = 4           # an anchor shorter than this ("ui", "db") matches too much
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+#/-]*[A-Za-z0-9+#]|[A-Za-z]")
 _CJK_RUN = RUN
 _IDENT = re.compile(r"[./_]|[a-z][A-Z]|\d")
@@ -117,11 +123,14 @@ def _support(m: dict[str, Any]) -> int:
 
 
 def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_start",
-         first_of_session: bool = False, now: float, limit: int = MAX_ITEMS) -> list[dict[str, Any]]:
+         first_of_session: bool = False, now: float, limit: int = MAX_ITEMS,
+         recent_context: str = "") -> list[dict[str, Any]]:
     """The learned memories a packet for ``prompt`` should carry, best first, each with ``why``.
 
     ``memories`` are the active learned memories in the caller's scope (``store.learned.list``);
-    ``entry`` is the recall entry point (turn_start, sub_agent, repair, resume, session_start).
+    ``entry`` is the recall entry point (turn_start, sub_agent, repair, resume, session_start);
+    ``recent_context`` the paths and commands of this session's last ``RECENT_TURNS`` turns (see
+    ``recent_context()``; empty: unknown).
     """
     active = [m for m in memories if m.get("status") == "active"]
     if not active:
@@ -163,6 +172,12 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
                       key=lambda m: (-_support(m), -float(m.get("confidence") or 0)))
         for m in must[:REMINDERS]:
             take(m, "reminder", 1.2 + float(m.get("confidence") or 0))
+    if recent_context:
+        touched = recent_context.lower()
+        for m in rest:
+            anc = [str(a).lower() for a in (m.get("data") or {}).get("anchors") or () if len(str(a)) >= MIN_ANCHOR]
+            if m.get("kind") in RULE_KINDS and any(a in touched for a in anc):
+                take(m, "context", 1.05 + float(m.get("confidence") or 0))
     for m in rest:
         slot = str(m.get("slot") or "")
         cue = SLOT_CUES.get(slot)
@@ -186,6 +201,13 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
 
     out = sorted(chosen.values(), key=lambda m: -m["score"])
     return out[:limit]
+
+
+def recent_context(actions: Iterable[Any]) -> str:
+    """The paths and commands of actions (``layers.types.Action``), one per line: ``pick``'s
+    ``recent_context``."""
+    return "\n".join(str(getattr(a, "command", "") or getattr(a, "path", "") or "") for a in actions
+                     if getattr(a, "command", "") or getattr(a, "path", ""))
 
 
 def render_line(m: dict[str, Any], now: float) -> str:

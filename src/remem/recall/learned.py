@@ -28,6 +28,21 @@ def first_of_session(ctx: RecallContext, scope: Scope, session: str | None) -> b
         return False
 
 
+def _recent(ctx: RecallContext, scope: Scope, session: str | None) -> str:
+    """The files and commands of the session's last turns (what the agent is working on)."""
+    if not session:
+        return ""
+    from ..layers.select import RECENT_TURNS, recent_context
+    from ..layers.service import to_action
+
+    try:
+        rows = ctx.candidates.session_turns_of_any_agent(scope, session, limit=500)
+    except ctx.errors:
+        return ""
+    calls = [c for r in rows[-RECENT_TURNS:] for c in (r.get("actions") or []) if isinstance(c, dict)]
+    return recent_context(to_action(c) for c in calls if c.get("name") != "note")
+
+
 def pick(ctx: RecallContext, prompt: str, scope: Scope, *, entry: str, project: str | None,
          session: str | None = None, now: float) -> list[dict[str, Any]]:
     """The learned memories for this packet, best first, each marked with ``layer``, ``kind`` and
@@ -45,5 +60,6 @@ def pick(ctx: RecallContext, prompt: str, scope: Scope, *, entry: str, project: 
     if not active:
         return []
     first = entry == "session_start" or (entry == "turn_start" and first_of_session(ctx, scope, session))
-    got = choose(active, prompt, entry=entry, first_of_session=first, now=now)
+    got = choose(active, prompt, entry=entry, first_of_session=first, now=now,
+                 recent_context=_recent(ctx, scope, session) if not first else "")
     return [{**m, "layer": m.get("layer") or "L2"} for m in got]

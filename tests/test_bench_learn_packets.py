@@ -1,0 +1,58 @@
+"""The learned-packets bench (remem.bench.learn_packets) on a synthesized SpecStory project: where the
+core facts go (with a session's first prompt, or in the SessionStart context) and the tuned / held-out
+groups."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from remem.bench.learn_packets import run
+
+PASS = "\n".join(f"✓ cart › adds item {i} [0.{i:02d}ms]" for i in range(30)) + "\n\n 30 pass\n 0 fail\n"
+
+
+def _turn(request: str, reply: str, command: str = "") -> str:
+    out = f"_**User**_\n\n{request}\n\n---\n\n_**Assistant**_\n\n{reply}\n\n"
+    if command:
+        out += f"---\n\n```bash\n{command}\n```\n\n```\n{PASS}\n```\n\n"
+    return out + "---\n\n"
+
+
+def _home(tmp_path: Path, project: str) -> tuple[str, str]:
+    raw = tmp_path / "data" / "raw" / project
+    raw.mkdir(parents=True)
+    for day, name, task in ((1, "cart-totals", "fix the cart total rounding"),
+                            (2, "coupon-rules", "make expired coupons fail validation")):
+        (raw / f"2025-04-0{day}_10-00-{name}.md").write_text(
+            "# session\n\n" + _turn(f"please {task}", f"Done: {task}; tests pass.", "bun test")
+            + _turn(f"now add a test for {name}", f"Added a {name} test.", f"bun test src/{name}"), encoding="utf-8")
+    (raw / "2025-04-05_10-00-question.md").write_text(
+        "# session\n\n" + _turn("这个函数是做什么的？它返回什么？", "它计算购物车的总价。")
+        + _turn("it still hangs for a long time after the change", "Looking."), encoding="utf-8")
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    q = "2025-04-05_10-00-question.md"
+    (labels / f"{project}.json").write_text(json.dumps({
+        "items": [{"iid": "t-test", "kind": "fact", "statement": "Tests run with bun test.", "_slot": "cmd.test",
+                   "_value": "bun test", "evidence": [{"session": "2025-04-01_10-00-cart-totals.md", "turn": 1}]}],
+        "probes": [{"pid": "neg1", "type": "negative", "before": {"session": q, "turn": 1}, "expects": []},
+                   {"pid": "np1", "type": "need_point", "before": {"session": q, "turn": 2},
+                    "expects": ["t-test"]}]}), encoding="utf-8")
+    return str(tmp_path / "data"), str(labels)
+
+
+def test_core_facts_placement_moves_false_injection_and_coverage(tmp_path):
+    data, labels = _home(tmp_path, "shopcart")
+    at_prompt = run(data, labels)
+    # today: the core facts ride with the session's first prompt, a question that needs none of them
+    assert at_prompt["projects"]["shopcart"]["negative"] == "1/1"
+    assert at_prompt["projects"]["shopcart"]["negative_prompt_matched"] == "0/1"
+    assert at_prompt["projects"]["shopcart"]["need_point"] == "0/1"     # "it still hangs" brings nothing
+    at_start = run(data, labels, core_at="session_start")
+    # in the SessionStart context: part of no prompt's packet, but visible to the session's later prompts
+    assert at_start["projects"]["shopcart"]["negative"] == "0/1"
+    assert at_start["projects"]["shopcart"]["need_point"] == "1/1"
+    assert at_start["overall"]["core_at"] == "session_start"
+    # a project outside the tuned six counts as held out
+    assert at_start["groups"]["heldout"]["counts"]["need_point"] == [1, 1] and "tune" not in at_start["groups"]
