@@ -36,7 +36,7 @@ def _recent(ctx: RecallContext, scope: Scope, session: str | None) -> str:
     from ..layers.service import to_action
 
     try:
-        rows = ctx.candidates.session_turns_of_any_agent(scope, session, limit=500)
+        rows = ctx.candidates.session_turns_of_any_agent(scope, session, limit=RECENT_TURNS, newest=True)
     except ctx.errors:
         return ""
     calls = [c for r in rows[-RECENT_TURNS:] for c in (r.get("actions") or []) if isinstance(c, dict)]

@@ -211,11 +211,15 @@ class SqliteCandidates:
                       limit: int = 200) -> list[dict[str, Any]]:
         return session_turns(self._db, scope, owner, agent, session_id, limit)
 
-    def session_turns_of_any_agent(self, scope: Scope, session_id: str, limit: int = 500) -> list[dict[str, Any]]:
-        """Whole turns of a session id (any agent in scope), oldest first."""
+    def session_turns_of_any_agent(self, scope: Scope, session_id: str, limit: int = 500,
+                                   newest: bool = False) -> list[dict[str, Any]]:
+        """Whole turns of a session id (any agent in scope), oldest first (``newest``: the last
+        ``limit`` turns, still oldest first)."""
         from .turns import list_turns
 
-        return [dict(r) for r in list_turns(self._db, scope, session_id=session_id, limit=limit, order="asc")]
+        rows = [dict(r) for r in list_turns(self._db, scope, session_id=session_id, limit=limit,
+                                            order="desc" if newest else "asc")]
+        return rows[::-1] if newest else rows
 
     def until_write(self, key: tuple[Any, ...], compute: Callable[[], Any], ttl: float = 60.0,
                     *, any_write: bool = True) -> Any:
