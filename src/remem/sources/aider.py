@@ -34,7 +34,7 @@ from pathlib import Path
 
 from remem.model import Message, ToolCall
 
-from .base import ParseStats, Unit, file_unit
+from .base import ParseStats, Unit, file_unit, roots_near
 
 AGENT = "aider"
 NAME = "aider"
@@ -56,18 +56,8 @@ class AiderSource:
 
     def discover_in(self, projects: list[Path], env: Mapping[str, str] | None = None) -> list[Path]:
         """Folders in (or above) the given project folders that hold ``.aider.chat.history.md``."""
-        out: dict[str, Path] = {}
-        for p in projects:
-            if p.name == FILE and p.is_file():
-                out.setdefault(str(p.parent), p.parent)
-                continue
-            for d in [p, *list(p.parents)[:MAX_UP]]:
-                if d.parent == d:
-                    break
-                if (d / FILE).is_file():
-                    out.setdefault(str(d), d)
-                    break
-        return [out[k] for k in sorted(out)]
+        return roots_near(projects, lambda d: d if (d / FILE).is_file() else None,
+                          given=lambda p: p.parent if p.name == FILE and p.is_file() else None, max_up=MAX_UP)
 
     def list_units(self, root: Path, stats: ParseStats | None = None) -> list[Unit]:
         u = file_unit(AGENT, root / FILE, meta={"project": str(root)})

@@ -14,7 +14,7 @@ import json
 import os
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -243,6 +243,25 @@ def _is_dir(e: os.DirEntry[str], *, follow: bool = True) -> bool:
         return e.is_dir(follow_symlinks=follow)
     except OSError:
         return False
+
+
+def roots_near(projects: Iterable[Path], look: Callable[[Path], Path | None], *,
+               given: Callable[[Path], Path | None] | None = None, max_up: int = 6) -> list[Path]:
+    """The roots of a format kept inside project folders (SpecStory, aider): for each project folder
+    ``given(p)`` when it names a root itself, else ``look(d)`` on it and up to ``max_up`` of its
+    parents, the first hit winning; unique, sorted."""
+    out: dict[str, Path] = {}
+    for p in projects:
+        hit = given(p) if given else None
+        if hit is None:
+            for d in [p, *list(p.parents)[:max_up]]:
+                if d.parent == d:
+                    break
+                if (hit := look(d)) is not None:
+                    break
+        if hit is not None:
+            out.setdefault(str(hit), hit)
+    return [out[k] for k in sorted(out)]
 
 
 def list_dir(d: Path, stats: ParseStats | None) -> list[Path]:

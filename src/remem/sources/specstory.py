@@ -44,7 +44,7 @@ from pathlib import Path
 
 from remem.model import Message, ToolCall
 
-from .base import ParseStats, Unit, file_unit, list_dir
+from .base import ParseStats, Unit, file_unit, list_dir, roots_near
 
 AGENT = "cursor"
 NAME = "specstory"
@@ -78,19 +78,9 @@ class SpecStorySource:
 
     def discover_in(self, projects: list[Path], env: Mapping[str, str] | None = None) -> list[Path]:
         """``.specstory/history`` folders in (or above) the given project folders, or given directly."""
-        out: dict[str, Path] = {}
-        for p in projects:
-            if p.name == "history" and p.parent.name == ".specstory" and p.is_dir():
-                out.setdefault(str(p), p)
-                continue
-            for d in [p, *list(p.parents)[:MAX_UP]]:
-                if d.parent == d:
-                    break
-                h = d / HISTORY
-                if h.is_dir():
-                    out.setdefault(str(h), h)
-                    break
-        return [out[k] for k in sorted(out)]
+        return roots_near(projects, lambda d: d / HISTORY if (d / HISTORY).is_dir() else None,
+                          given=lambda p: p if p.name == "history" and p.parent.name == ".specstory"
+                          and p.is_dir() else None, max_up=MAX_UP)
 
     def list_units(self, root: Path, stats: ParseStats | None = None) -> list[Unit]:
         units = []
