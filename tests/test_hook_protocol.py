@@ -329,21 +329,31 @@ def test_file_entry_point_is_what_installers_write_and_skips_the_core(seeded):
     assert r.returncode == 0 and b"FakeClock" in r.stdout
 
 
+def _serve(port: int, lock: Path | None = None) -> subprocess.Popen[bytes]:
+    """``remem serve --port PORT`` in the foreground, once it accepts connections (and, with ``lock``,
+    once it wrote its address there)."""
+    exe = Path(sys.executable).parent / "remem"
+    proc = subprocess.Popen([str(exe), "serve", "--port", str(port), "--no-background"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while lock is not None and time.time() < deadline and '"port"' not in (
+            lock.read_text() if lock.exists() else ""):
+        time.sleep(0.2)
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.5).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    return proc
+
+
 def test_real_daemon_serves_recall_and_capture(seeded, remem_home):
     """Against the real ``remem serve``: the hook's endpoints, token and payloads match the server."""
     pytest.importorskip("fastapi")
     port = free_port()
-    exe = Path(sys.executable).parent / "remem"
-    proc = subprocess.Popen([str(exe), "serve", "--port", str(port), "--no-background"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = _serve(port)
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.5).close()
-                break
-            except OSError:
-                time.sleep(0.2)
         env = {"REMEM_PORT": str(port), "REMEM_HOOK_TIMEOUT": "30"}
         payload = {"session_id": "real-d", "cwd": "/home/alice/proj/remem-demo",
                    "prompt": "apply the fix for the flaky retry test"}
@@ -367,20 +377,8 @@ def test_hooks_find_a_daemon_started_on_another_port(seeded, remem_home):
     fallback), with nothing set in the environment or config."""
     pytest.importorskip("fastapi")
     port = free_port()
-    exe = Path(sys.executable).parent / "remem"
-    proc = subprocess.Popen([str(exe), "serve", "--port", str(port), "--no-background"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = _serve(port, lock=remem_home / "daemon.lock")
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline and '"port"' not in ((remem_home / "daemon.lock").read_text()
-                                                          if (remem_home / "daemon.lock").exists() else ""):
-            time.sleep(0.2)
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.5).close()
-                break
-            except OSError:
-                time.sleep(0.2)
         payload = {"session_id": "other-port", "cwd": "/home/alice/proj/remem-demo",
                    "prompt": "apply the fix for the flaky retry test"}
         r, _ = hook("claude-code", "UserPromptSubmit", payload, env={"REMEM_HOOK_TIMEOUT": "30"})
