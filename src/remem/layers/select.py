@@ -31,6 +31,7 @@ active ones only; ``pick`` checks again).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -97,13 +98,11 @@ def _weight(word: str) -> float:
     from ..recall.coverage import reference, stem
 
     n, df = reference()
-    import math
-
     f = df.get(word) or df.get(stem(word)) or 0
     return max(0.0, min(1.0, math.log((n + 1) / (f + 1)) / math.log(n + 1)))
 
 
-def _identifier(word: str, mem_terms: set[str]) -> bool:
+def _identifier(word: str) -> bool:
     return bool(_IDENT.search(word)) and len(word) >= 4
 
 
@@ -194,7 +193,7 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
         shared = p_terms & terms(m.get("text", ""))
         if not shared:
             continue
-        ident = [w for w in shared if _identifier(w, shared)]
+        ident = [w for w in shared if _identifier(w)]
         weight = sum(_weight(w) for w in shared)
         if ident or (len(shared) >= 2 and weight >= MIN_WORDS_WEIGHT):
             take(m, "words", 1.0 + weight / 4 + float(m.get("confidence") or 0))

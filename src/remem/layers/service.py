@@ -193,7 +193,6 @@ def plugin_memories(rows: list[dict[str, Any]], project: str, mem: Remem) -> lis
     turns, as candidates: they wait in the review queue (never injected) until the user approves
     them, and only evidence among these turns is kept — a memory that cites none is dropped."""
     from .. import plugins
-    from ..ingest.redact import redact_text
     from .types import Evidence
 
     if not plugins.third_party():
@@ -211,7 +210,7 @@ def plugin_memories(rows: list[dict[str, Any]], project: str, mem: Remem) -> lis
                 continue
             for d in got:
                 ev = [t for t in (d.get("evidence") or []) if isinstance(t, str) and t in known]
-                text = redact_text(str(d.get("text") or "")).strip()[:2000]
+                text = str(d.get("text") or "").strip()[:2000]   # redacted with every memory in _record
                 kind = str(d.get("kind") or "fact")
                 if not ev or not text:
                     continue
