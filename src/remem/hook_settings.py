@@ -108,13 +108,18 @@ def apply_env(data: Mapping[str, Any], env: Mapping[str, str], *, strict: bool =
             if strict:
                 return None
             continue
-        node = values
-        *head, last = key.split(".")
-        for part in head:
-            node = node.setdefault(part, {})
-        node[last] = value
+        put(values, key, value)
         used[key] = var
     return values, used
+
+
+def put(tree: dict[str, Any], key: str, value: Any) -> None:
+    """Set a dotted key in a nested mapping, making the sections on the way."""
+    node = tree
+    *head, last = key.split(".")
+    for part in head:
+        node = node.setdefault(part, {})
+    node[last] = value
 
 
 def lookup(values: Mapping[str, Any], specs: Mapping[str, Any], key: str) -> Any:

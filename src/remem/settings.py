@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ConfigError, UndeclaredSetting
+from .hook_settings import put
 
 
 def setting(default: Any, reason: str, *, env: str | None = None, allowed: str | None = None,
@@ -286,11 +287,7 @@ def env_tree(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
         raw = env.get(var)
         if raw is None or raw == "":
             continue
-        node = tree
-        *head, last = key.split(".")
-        for part in head:
-            node = node.setdefault(part, {})
-        node[last] = raw
+        put(tree, key, raw)
         used[key] = var
     return tree, used
 
