@@ -176,6 +176,12 @@ def prepare(turn: TurnIn, *, max_bytes: int = MAX_TURN_BYTES, max_tool_output: i
     return row, None
 
 
+def learn_key(owner: str) -> str:
+    """The dedup key of an owner's learn job: at most one waits per owner. (Here, not in layers/: a write
+    must not import the learning layer, ~90 ms, to queue its job.)"""
+    return f"learn:{owner}"
+
+
 def persist(store: WriteStore, turns: list[TurnIn], *, max_bytes: int = MAX_TURN_BYTES,
             max_tool_output: int = 2000, live: bool = False, audit: bool = True,
             defer_index: bool = False, revive: bool = False,
@@ -230,8 +236,6 @@ def persist(store: WriteStore, turns: list[TurnIn], *, max_bytes: int = MAX_TURN
                 store.jobs.enqueue("index", dedup_key="index:trigram", now=now)
             store.jobs.enqueue("embed", dedup_key="embed:pending", now=now)
             if learn_after is not None:   # learned memories follow, one job per owner (None: learning off)
-                from ..layers.service import learn_key
-
                 for owner in sorted({m[0] for m in mentions}):
                     store.jobs.enqueue("learn", {"owner": owner}, dedup_key=learn_key(owner),
                                        run_after=now + learn_after, now=now)

@@ -307,9 +307,6 @@ def run(mem: Remem, scope: Scope, *, rebuild: bool = False) -> dict[str, Any]:
 LEARN_KIND = "learn"
 
 
-def learn_key(owner: str) -> str:
-    """The dedup key of an owner's learn job: at most one waits per owner."""
-    return f"learn:{owner}"
 
 
 def run_job(mem: Remem, payload: dict[str, Any]) -> dict[str, Any]:
