@@ -190,6 +190,21 @@ class Config:
         return str(self.get("database.url"))
 
     @property
+    def database_label(self) -> str:
+        """The SQLite file, or the server URL without its password: what messages show."""
+        from .store.url import parse
+
+        u = parse(self.database_url, self.home)
+        return str(u.path) if u.path is not None else u.safe
+
+    @property
+    def on_server(self) -> bool:
+        """``database.url`` names a server (PostgreSQL), not a file."""
+        from .store.url import parse
+
+        return parse(self.database_url, self.home).path is None
+
+    @property
     def db_path(self) -> Path:
         """The SQLite file of ``database.url`` (a server URL has none: ``ConfigError``)."""
         from .store.url import parse
