@@ -51,6 +51,8 @@ FORMATS = ("sharegpt", "alpaca", "openai")
 STATE_SUFFIX = ".remem-state.json"
 STATE_VERSION = 1
 PAGE = 1000
+MIN_CHARS = 40                   # characters of the reply
+MIN_TURNS = 2                    # turns of its session in scope
 
 _RECALLED = re.compile(r"<(remem_memory_context|system-reminder)\b[^>]*>.*?</\1\s*>", re.S | re.I)
 _REQUEST_WRAP = re.compile(r"</?current_user_request\s*>", re.I)
@@ -63,9 +65,9 @@ class Options:
     """What makes a turn worth training on (the CLI's flags, with these defaults)."""
 
     statuses: tuple[str, ...] = ("succeeded",)
-    min_chars: int = 40          # characters of the reply
+    min_chars: int = MIN_CHARS
     min_request_chars: int = 4   # characters of the request
-    min_turns: int = 2           # turns of its session in scope
+    min_turns: int = MIN_TURNS
     system: str = ""             # a system prompt for every record ("" = none)
 
 

@@ -27,9 +27,9 @@ from .settings import config_group
 @click.option("--since", default=None, help="--dataset: only turns since (2026-01-31, epoch seconds, 7d, 12h).")
 @click.option("--status", "statuses", multiple=True, default=("succeeded",), show_default=True,
               help="--dataset: turn statuses to keep (repeat for several).")
-@click.option("--min-chars", type=int, default=dataset.Options.min_chars, show_default=True,
+@click.option("--min-chars", type=int, default=dataset.MIN_CHARS, show_default=True,
               help="--dataset: minimum characters of the reply.")
-@click.option("--min-turns", type=int, default=dataset.Options.min_turns, show_default=True,
+@click.option("--min-turns", type=int, default=dataset.MIN_TURNS, show_default=True,
               help="--dataset: minimum turns of the turn's session.")
 @click.option("--system", default="", help="--dataset: a system prompt for every record.")
 @click.option("--owner", default=None, help="Owner to export; default from config.")

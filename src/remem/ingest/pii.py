@@ -53,19 +53,19 @@ _SECRET = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
 
 # local part, @, a domain whose last label is letters (so ``pkg@1.2.3`` and ``@types/node`` stay)
 _EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}"
-                    r"[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\b")
+                    r"[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\b", re.ASCII)
 _NOT_PEOPLE = frozenset(("git", "noreply", "no-reply"))
 
 # 13–19 digits, contiguous or in groups of 4 (Amex 4-6-5) separated by one space or dash
 _CARD = re.compile(r"(?<![\w.:/-])(?:\d{4}(?:[ -]\d{4}){2,3}(?:[ -]\d{1,3})?|\d{4}[ -]\d{6}[ -]\d{5}|\d{13,19})"
-                   r"(?![\w.:/-]|,\d)")
+                   r"(?![\w.:/-]|,\d)", re.ASCII)
 _CARD_PREFIX = re.compile(r"4|5[1-5]|2(?:2[2-9]|[3-6]\d|7[01]|720)|3[47]|6(?:011|5|4[4-9])|35")
 
-_SSN = re.compile(r"(?<![\w.:/-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\w.:/-])")
+_SSN = re.compile(r"(?<![\w.:/-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\w.:/-])", re.ASCII)
 _CN_ID = re.compile(r"(?<![\w.:/-])[1-9]\d{5}(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx]"
-                    r"(?![\w.:/-])")
+                    r"(?![\w.:/-])", re.ASCII)
 _CN_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
-_IBAN = re.compile(r"(?<![\w])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?!\w)")
+_IBAN = re.compile(r"(?<![\w])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?!\w)", re.ASCII)
 
 # a phone number: +CC then 6–13 more digits in groups; (area) 3-4; 3-3-4 with one separator kind;
 # a Chinese mobile number (1[3-9] + 9 digits) standing alone
@@ -75,7 +75,7 @@ _PHONE = re.compile(
     r"|\(\d{3}\)[ ]?\d{3}[ -]\d{4}"
     r"|\d{3}(?P<sep>[ .-])\d{3}(?P=sep)\d{4}"
     r"|1[3-9]\d(?:[ -]?\d{4}){2}"
-    r")(?![\w.:/-]|,\d)")
+    r")(?![\w.:/-]|,\d)", re.ASCII)
 
 _STREET = (r"Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|Terrace|"
            r"Parkway|Pkwy|Square|Sq|Highway|Hwy|Straße|Strasse|Rue")
@@ -83,11 +83,11 @@ _ADDRESS = re.compile(
     r"\b\d{1,5}[A-Za-z]?,? (?:[A-Z][a-z'’.-]+ ){1,4}(?:" + _STREET + r")\b\.?"
     r"(?:,? (?:Apt|Suite|Ste|Unit|#)\.? ?\w{1,6})?"
     r"|(?:[\u4e00-\u9fff]{2,8}?(?:省|市|区|县|镇)){1,4}[\u4e00-\u9fff]{1,10}?(?:路|街|大道|巷|胡同|里)"
-    r"\d{1,5}(?:号|弄)(?:[\u4e00-\u9fff\d]{0,8}?(?:室|楼|单元|栋|座))?")
+    r"\d{1,5}(?:号|弄)(?:[\u4e00-\u9fff\d]{0,8}?(?:室|楼|单元|栋|座))?", re.ASCII)
 
 # the user's part of a home-directory path: /home/NAME, /Users/NAME, C:\Users\NAME, /mnt/c/Users/NAME
 _HOME = re.compile(r"(?:(?<![\w.])[A-Za-z]:[\\/]+|(?<![\w.])/mnt/[a-z]/|(?<![\w.~])/)"
-                   r"(?:home|Users|users)[\\/]+(?P<user>[A-Za-z0-9._-]{1,64}|<user>)(?=[\\/\s'\"`):,;\]]|$)")
+                   r"(?:home|Users|users)[\\/]+(?P<user>[A-Za-z0-9._-]{1,64}|<user>)(?=[\\/\s'\"`):,;\]]|$)", re.ASCII)
 _NOT_USERS = frozenset(("shared", "public", "default", "all users", "runner", "node", "ubuntu", "user", "<user>"))
 
 
@@ -139,7 +139,7 @@ def _paths(text: str, kinds: dict[str, int], own: str, other: str, home: str | N
     if home:
         h = home.rstrip("/\\")
         if len(h) > 1:
-            pat = re.compile(r"(?<![\w.])" + re.escape(h) + r"(?=[\\/\s'\"`):,;\]]|$)")
+            pat = re.compile(r"(?<![\w.])" + re.escape(h) + r"(?=[\\/\s'\"`):,;\]]|$)", re.ASCII)
             n = len(pat.findall(text))
             if n:
                 text = pat.sub(lambda _m: own, text)
