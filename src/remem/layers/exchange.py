@@ -148,9 +148,10 @@ def parse_md(text: str) -> tuple[Header, list[Entry]]:
         raise InputError("not a remem learned export: the first line must be its header "
                          "`<!-- remem learned export {…} -->` (export one with remem learned export)")
     try:
-        header = _header(json.loads(m["meta"]), f"line {first + 1}")   # type: ignore[operator]
+        meta = json.loads(m["meta"])
     except ValueError:
-        raise InputError(f"line {first + 1}: the export header is not valid JSON") from None
+        raise InputError(f"line {first + 1}: the export header is not valid JSON") from None   # type: ignore[operator]
+    header = _header(meta, f"line {first + 1}")   # type: ignore[operator]
     project: str | None = None
     kind: str | None = None
     raw: list[tuple[int, str, str, str]] = []          # line, project, kind, body (marker included)
