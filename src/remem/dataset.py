@@ -35,7 +35,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -108,7 +108,7 @@ def parse_since(value: str | None, now: float | None = None) -> float | None:
         raise InputError(f"--since {s!r}: give a date (2026-01-31), a time (2026-01-31T12:00), epoch "
                          f"seconds or an age (7d, 12h, 2w)") from None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
 
 
@@ -300,9 +300,13 @@ def export(mem: Remem, scope: Scope, fmt: str, *, out: str | os.PathLike[str] | 
             for _, _, rec in picked:
                 f.write(json.dumps(rec, ensure_ascii=False) + "\n")
     else:
-        old = _existing_array(path)
-        _atomic_write(path, lambda f: (json.dump(old + [rec for _, _, rec in picked], f, ensure_ascii=False,
-                                                 indent=1), f.write("\n")))
+        records = _existing_array(path) + [rec for _, _, rec in picked]
+
+        def write_array(f: IO[str]) -> None:
+            json.dump(records, f, ensure_ascii=False, indent=1)
+            f.write("\n")
+
+        _atomic_write(path, write_array)
     state["hashes"] = state["hashes"] + [h for _, h, _ in picked]
     state["turns"] = state["turns"] + [i for i, _, _ in picked]
     state["runs"] = (state.get("runs") or [])[-49:] + [{"at": time.time(), "written": report.written,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from typing import Any
 
@@ -221,7 +222,7 @@ def import_(ctx: click.Context, path: str, archive_missing: bool, dry_run: bool,
     """Read an edited export back: changed lines are edited and locked, new lines become your own locked
     memories, deleted lines are archived only with --archive-missing. All or nothing."""
     if path == "-":
-        text = click.get_text_stream("stdin").read()
+        text = sys.stdin.read()
     else:
         with open(path, encoding="utf-8") as f:
             text = f.read()

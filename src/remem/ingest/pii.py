@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from ..text.cjk import LETTERS as CJK
 
 __all__ = ["PLACEHOLDERS", "ScrubResult", "anonymise_paths", "luhn_ok", "scrub"]
 
@@ -82,8 +85,8 @@ _STREET = (r"Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|
 _ADDRESS = re.compile(
     r"\b\d{1,5}[A-Za-z]?,? (?:[A-Z][a-z'’.-]+ ){1,4}(?:" + _STREET + r")\b\.?"
     r"(?:,? (?:Apt|Suite|Ste|Unit|#)\.? ?\w{1,6})?"
-    r"|(?:[\u4e00-\u9fff]{2,8}?(?:省|市|区|县|镇)){1,4}[\u4e00-\u9fff]{1,10}?(?:路|街|大道|巷|胡同|里)"
-    r"\d{1,5}(?:号|弄)(?:[\u4e00-\u9fff\d]{0,8}?(?:室|楼|单元|栋|座))?", re.ASCII)
+    rf"|(?:[{CJK}]{{2,8}}?(?:省|市|区|县|镇)){{1,4}}[{CJK}]{{1,10}}?(?:路|街|大道|巷|胡同|里)"
+    rf"\d{{1,5}}(?:号|弄)(?:[{CJK}\d]{{0,8}}?(?:室|楼|单元|栋|座))?", re.ASCII)
 
 # the user's part of a home-directory path: /home/NAME, /Users/NAME, C:\Users\NAME, /mnt/c/Users/NAME
 _HOME = re.compile(r"(?:(?<![\w.])[A-Za-z]:[\\/]+|(?<![\w.])/mnt/[a-z]/|(?<![\w.~])/)"
@@ -121,7 +124,8 @@ def _phone_ok(s: str) -> bool:
     return True
 
 
-def _sub(pattern: re.Pattern[str], text: str, placeholder: str, kinds: dict[str, int], check=None) -> str:
+def _sub(pattern: re.Pattern[str], text: str, placeholder: str, kinds: dict[str, int],
+         check: Callable[[str], bool] | None = None) -> str:
     def repl(m: re.Match[str]) -> str:
         if check is not None and not check(m.group(0)):
             return m.group(0)

@@ -206,8 +206,7 @@ def parse_json(text: str) -> tuple[Header, list[Entry]]:
     for i, m in enumerate(mems, start=1):
         if not isinstance(m, dict):
             raise InputError(f"memory {i}: not an object")
-        e = _entry(i, m.get("id"), m.get("project"), m.get("kind"), m.get("text"), header)
-        out.append(e)
+        out.append(_entry(i, m.get("id"), m.get("project"), m.get("kind"), m.get("text"), header))
     return header, out
 
 
