@@ -18,6 +18,7 @@ FOUND = [
     ("手机 +86 138 0013 8000", "<PHONE>"),
     ("我的手机号是13800138000，有问题打给我", "<PHONE>"),
     ("support line 415-555-0132", "<PHONE>"),
+    ("whatsapp me: 15912345678", "<PHONE>"),
     ("support line (415) 555-0132", "<PHONE>"),
     ("card 4242 4242 4242 4242 exp 12/29", "<CARD>"),
     ("card=4111111111111111", "<CARD>"),
@@ -71,6 +72,8 @@ CODE = [
     "SELECT id FROM orders WHERE total > 1000 LIMIT 50 OFFSET 100",
     "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
     "Luhn-valid but no card prefix: 1234567890123452",
+    "self.assertEqual(13577625587, int(f(self.wrap(1000000000000), self.wrap(cb))))",   # ctypes' tests
+    "order_id = 15912345678; offset 13800138000; callback(13800138000); telemetry 13800138000",
 ]
 
 

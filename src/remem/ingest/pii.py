@@ -82,16 +82,22 @@ _PHONE = re.compile(
 
 _STREET = (r"Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|Terrace|"
            r"Parkway|Pkwy|Square|Sq|Highway|Hwy|Straße|Strasse|Rue")
+_STREET_WORDS = tuple(_STREET.split("|"))
 _ADDRESS = re.compile(
     r"\b\d{1,5}[A-Za-z]?,? (?:[A-Z][a-z'’.-]+ ){1,4}(?:" + _STREET + r")\b\.?"
-    r"(?:,? (?:Apt|Suite|Ste|Unit|#)\.? ?\w{1,6})?"
-    rf"|(?:[{CJK}]{{2,8}}?(?:省|市|区|县|镇)){{1,4}}[{CJK}]{{1,10}}?(?:路|街|大道|巷|胡同|里)"
+    r"(?:,? (?:Apt|Suite|Ste|Unit|#)\.? ?\w{1,6})?", re.ASCII)
+_ADDRESS_CN = re.compile(
+    rf"(?:[{CJK}]{{2,8}}?(?:省|市|区|县|镇)){{1,4}}[{CJK}]{{1,10}}?(?:路|街|大道|巷|胡同|里)"
     rf"\d{{1,5}}(?:号|弄)(?:[{CJK}\d]{{0,8}}?(?:室|楼|单元|栋|座))?", re.ASCII)
 
 # the user's part of a home-directory path: /home/NAME, /Users/NAME, C:\Users\NAME, /mnt/c/Users/NAME
 _HOME = re.compile(r"(?:(?<![\w.])[A-Za-z]:[\\/]+|(?<![\w.])/mnt/[a-z]/|(?<![\w.~])/)"
                    r"(?:home|Users|users)[\\/]+(?P<user>[A-Za-z0-9._-]{1,64}|<user>)(?=[\\/\s'\"`):,;\]]|$)", re.ASCII)
 _NOT_USERS = frozenset(("shared", "public", "default", "all users", "runner", "node", "ubuntu", "user", "<user>"))
+
+
+_NUMBERISH = re.compile(r"\d(?:[ ().-]{0,2}\d){6}")
+_HOME_WORDS = ("home", "Users", "users")
 
 
 def _cn_id_ok(s: str) -> bool:
@@ -115,19 +121,26 @@ def _card_ok(s: str) -> bool:
     return bool(_CARD_PREFIX.match(digits)) and luhn_ok(digits)
 
 
-def _phone_ok(s: str) -> bool:
+_PHONE_CUE = re.compile(rf"(?i)(?:\b(?:phone|tel|mobile|cell|call|sms|whatsapp|wechat|contact|fax)\b|[{CJK}])"
+                        r"[^\n]{0,24}\Z")
+
+
+def _phone_ok(m: re.Match[str]) -> bool:
+    s = m.group(0)
     digits = re.sub(r"\D", "", s)
     if not 7 <= len(digits) <= 15 or len(set(digits)) < 3:
         return False
     if s.startswith("+"):
         return len(digits) >= 8
+    if s.isdigit():      # a bare Chinese mobile number: only where the text speaks of one (or in Chinese)
+        return bool(_PHONE_CUE.search(m.string, max(0, m.start() - 30), m.start()))
     return True
 
 
 def _sub(pattern: re.Pattern[str], text: str, placeholder: str, kinds: dict[str, int],
-         check: Callable[[str], bool] | None = None) -> str:
+         check: Callable[[str], bool] | None = None, *, whole: Callable[[re.Match[str]], bool] | None = None) -> str:
     def repl(m: re.Match[str]) -> str:
-        if check is not None and not check(m.group(0)):
+        if check is not None and not check(m.group(0)) or whole is not None and not whole(m):
             return m.group(0)
         kinds[placeholder] = kinds.get(placeholder, 0) + 1
         return placeholder
@@ -157,7 +170,7 @@ def _paths(text: str, kinds: dict[str, int], own: str, other: str, home: str | N
             return other
         return m.group(0)[:m.start("user") - m.start()] + other
 
-    return _HOME.sub(repl, text)
+    return _HOME.sub(repl, text) if any(w in text for w in _HOME_WORDS) else text
 
 
 def scrub(text: str, *, home: str | None = None) -> ScrubResult:
@@ -169,15 +182,21 @@ def scrub(text: str, *, home: str | None = None) -> ScrubResult:
     kinds: dict[str, int] = {}
     if not text:
         return ScrubResult(text, kinds)
-    text = _sub(_SECRET, text, "<SECRET>", kinds)
+    if "[REDACTED:" in text:
+        text = _sub(_SECRET, text, "<SECRET>", kinds)
     text = _paths(text, kinds, "<PATH>", "<PATH>", os.path.expanduser("~") if home is None else home)
-    text = _sub(_EMAIL, text, "<EMAIL>", kinds, _email_ok)
-    text = _sub(_IBAN, text, "<ID>", kinds, _iban_ok)
-    text = _sub(_CN_ID, text, "<ID>", kinds, _cn_id_ok)
-    text = _sub(_CARD, text, "<CARD>", kinds, _card_ok)
-    text = _sub(_SSN, text, "<ID>", kinds)
-    text = _sub(_PHONE, text, "<PHONE>", kinds, _phone_ok)
-    text = _sub(_ADDRESS, text, "<ADDRESS>", kinds)
+    if "@" in text:
+        text = _sub(_EMAIL, text, "<EMAIL>", kinds, _email_ok)
+    if _NUMBERISH.search(text):        # every number rule needs 7 digits in a row (single separators)
+        text = _sub(_IBAN, text, "<ID>", kinds, _iban_ok)
+        text = _sub(_CN_ID, text, "<ID>", kinds, _cn_id_ok)
+        text = _sub(_CARD, text, "<CARD>", kinds, _card_ok)
+        text = _sub(_SSN, text, "<ID>", kinds)
+        text = _sub(_PHONE, text, "<PHONE>", kinds, whole=_phone_ok)
+    if any(w in text for w in _STREET_WORDS):
+        text = _sub(_ADDRESS, text, "<ADDRESS>", kinds)
+    if "号" in text or "弄" in text:
+        text = _sub(_ADDRESS_CN, text, "<ADDRESS>", kinds)
     return ScrubResult(text, kinds)
 
 
