@@ -212,6 +212,9 @@ def test_refuses_to_overwrite_or_mix(mem, tmp_path):
         dataset.export(mem, mem.scope(), "sharegpt", out=out)
     with pytest.raises(dataset.InputError, match="exported for default"):
         dataset.export(mem, mem.scope("bob"), "openai", out=out)
+    bob = tmp_path / "bob.jsonl"                   # bob's own export holds bob's turns only
+    assert dataset.export(mem, mem.scope("bob"), "openai", out=bob).written == 4
+    assert all("bob's private" in r["messages"][0]["content"] for r in read_jsonl(bob))
     (tmp_path / "o.jsonl.remem-state.json").write_text("{broken")
     with pytest.raises(dataset.InputError, match="not a remem export state"):
         dataset.export(mem, mem.scope(), "openai", out=out)

@@ -266,3 +266,47 @@ def test_export_file_needs_one_owner(home):
             service.export_file(m, m.scope(["default", "bob"]), "md")
         with pytest.raises(InputError, match="md or json"):
             service.export_file(m, m.scope(), "yaml")
+
+
+def test_a_line_the_user_added_reaches_the_packet(home):
+    with remem.open() as m:
+        text = service.export_file(m, m.scope(project=PROJECT), "md")
+        text = text.replace("## Decisions\n", "## Decisions\n- Prices live in the ledger table as integer cents, "
+                                              "never floats.\n", 1)
+        d = service.import_file(m, m.scope(), text)
+        [new] = d["created"]
+        packet = m.turn_start("how should I store prices in the ledger table?", project=PROJECT)
+        ids = [i["id"] for i in packet["items"]]
+        assert new["id"] in ids and new["id"] in packet["text"]
+        m.learn(rebuild=True)
+        assert new["id"] in {r["id"] for r in m.learned(project=PROJECT)}
+        other = m.turn_start("how should I store prices in the ledger table?", project="other-app")
+        assert new["id"] not in [i["id"] for i in other["items"]]                    # its own project only
+
+
+def test_import_reads_stdin(home):
+    text = ok("learned", "export", "--project", PROJECT).replace("Use bun, not npm.", "Use bun only.")
+    r = run_cli("learned", "import", "-", "--json", input=text.encode())
+    assert r.returncode == 0, r.stderr.decode()
+    assert [e["after"] for e in json.loads(r.stdout)["edited"]] == ["Use bun only."]
+
+
+def test_project_filter_and_secrets_in_new_lines(home):
+    with remem.open() as m:
+        text = service.export_file(m, m.scope(), "md")
+        assert "# other-app" in text and f"# {PROJECT}" in text
+        yarn = next(r for r in m.learned(project="other-app") if "yarn" in r["text"])
+        bun = next(r for r in m.learned(project=PROJECT) if "Use bun" in r["text"])
+        key = "ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0EdCbA9"
+        text = "\n".join(line for line in text.splitlines() if yarn["id"] not in line and bun["id"] not in line)
+        text = text.replace("# other-app\n\n## Conventions\n",
+                            f"# other-app\n\n## Conventions\n- Deploy with the token {key} from the vault.\n")
+        # only shop-web: the other project's new line and deleted line are not touched
+        d = service.import_file(m, m.scope(project=PROJECT), text, archive_missing=True)
+        assert d["created"] == [] and d["archived"] == [bun["id"]]
+        assert next(r for r in m.learned(project="other-app", status="all") if r["id"] == yarn["id"])["status"] == "active"
+        d = service.import_file(m, m.scope(project="other-app"), text)
+        [new] = d["created"]
+        stored = next(r for r in m.learned(project="other-app") if r["id"] == new["id"])
+        assert key not in stored["text"] and "[REDACTED:" in stored["text"]
+        assert [r["id"] for r in d["missing"]] == [yarn["id"]]
