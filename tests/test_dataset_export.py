@@ -247,3 +247,22 @@ def test_cli_dataset_mode_and_the_backup_export(mem, tmp_path):
     assert len(rows) == 30 + 9 + 1 and all(row["type"] == "turn" for row in rows)
     r = run_cli("export", "--project", "docs-site")
     assert r.returncode == 1 and b"--dataset" in r.stderr
+
+
+def test_pure_rules():
+    wrapped = ("<remem_memory_context>\nHistorical notes…\n1. [claude-code · x] old stuff\n</remem_memory_context>\n"
+               "<current_user_request>fix the flaky refund test</current_user_request>")
+    assert dataset.clean_request(wrapped) == "fix the flaky refund test"
+    opts = dataset.Options()
+    good = {"id": "t1", "status": "succeeded", "request": "fix the flaky refund test",
+            "reply": "The refund test waited on a real clock; it uses the frozen clock fixture now."}
+    assert dataset.why_not(good, 2, opts) == ""
+    assert dataset.why_not(good | {"status": "failed"}, 2, opts) == "status"
+    assert dataset.why_not(good | {"reply": "done"}, 2, opts) == "short"
+    assert dataset.why_not(good | {"request": wrapped.split("<current")[0]}, 2, opts) == "empty"
+    assert dataset.why_not(good, 1, opts) == "small_session"
+    rec = dataset.record("openai", "q", "a", "sys")
+    assert rec == {"messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "q"},
+                                {"role": "assistant", "content": "a"}]}
+    assert dataset.content_hash(rec) == dataset.content_hash(json.loads(json.dumps(rec)))
+    assert dataset.content_hash(rec) != dataset.content_hash(dataset.record("openai", "q", "a"))

@@ -32,6 +32,8 @@ FOUND = [
     ('File "/home/alice/proj/app.py", line 3', "<PATH>"),
     (r"at C:\Users\Bob\src\Shop\Cart.cs:line 48", "<PATH>"),
     ("open /Users/carol/Library/Logs/x.log", "<PATH>"),
+    (r"C:\users\dave\AppData\Local\Temp", "<PATH>"),
+    ("/mnt/c/Users/Erin/Downloads/report.pdf", "<PATH>"),
     ("token=[REDACTED:github_token] was leaked", "<SECRET>"),
 ]
 
@@ -68,6 +70,7 @@ CODE = [
     "本项目前端使用 Next.js 15 和 Supabase，第 3 步失败了，耗时 12.5 秒",
     "the 3 main services run on 2 nodes with 16 cores",
     "cd /home/runner/work/shop && npm ci",
+    "GET /users/42/orders and /api/users/me and https://example.com/home/alice",
     "ls /usr/local/lib/node_modules /opt/homebrew/bin /var/log/syslog",
     "SELECT id FROM orders WHERE total > 1000 LIMIT 50 OFFSET 100",
     "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",

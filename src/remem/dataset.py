@@ -164,6 +164,7 @@ def select(turns: Iterable[dict[str, Any]], sessions: dict[str, int], fmt: str, 
            home: str | None = None) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """(turn id, content hash, record) of every turn to write, in the order given."""
     counts: Counter[str] = Counter()
+    system = private(opts.system, Counter(), home) if opts.system else ""
     for t in turns:
         why = why_not(t, sessions.get(_session(t), 1), opts)
         if why:
@@ -174,7 +175,7 @@ def select(turns: Iterable[dict[str, Any]], sessions: dict[str, int], fmt: str, 
             continue
         req = private(clean_request(t.get("request") or ""), counts, home)
         rep = private((t.get("reply") or "").strip(), counts, home)
-        rec = record(fmt, req, rep, private(opts.system, Counter(), home) if opts.system else "")
+        rec = record(fmt, req, rep, system)
         h = content_hash(rec)
         if h in seen:
             report.duplicate += 1

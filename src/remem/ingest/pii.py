@@ -91,8 +91,9 @@ _ADDRESS_CN = re.compile(
     rf"\d{{1,5}}(?:号|弄)(?:[{CJK}\d]{{0,8}}?(?:室|楼|单元|栋|座))?", re.ASCII)
 
 # the user's part of a home-directory path: /home/NAME, /Users/NAME, C:\Users\NAME, /mnt/c/Users/NAME
-_HOME = re.compile(r"(?:(?<![\w.])[A-Za-z]:[\\/]+|(?<![\w.])/mnt/[a-z]/|(?<![\w.~])/)"
-                   r"(?:home|Users|users)[\\/]+(?P<user>[A-Za-z0-9._-]{1,64}|<user>)(?=[\\/\s'\"`):,;\]]|$)", re.ASCII)
+_HOME = re.compile(r"(?:(?<![\w.])[A-Za-z]:[\\/]+(?:Users|users)|(?<![\w.])/mnt/[a-z]/(?:Users|users)"
+                   r"|(?<![\w.~])/(?:home|Users))"
+                   r"[\\/]+(?P<user>[A-Za-z_][A-Za-z0-9._-]{0,63}|<user>)(?=[\\/\s'\"`):,;\]]|$)", re.ASCII)
 _NOT_USERS = frozenset(("shared", "public", "default", "all users", "runner", "node", "ubuntu", "user", "<user>"))
 
 
