@@ -19,6 +19,8 @@ FOUND = [
     ("我的手机号是13800138000，有问题打给我", "<PHONE>"),
     ("support line 415-555-0132", "<PHONE>"),
     ("whatsapp me: 15912345678", "<PHONE>"),
+    ('PHONE = "+14155550132"', "<PHONE>"),
+    ("phone: 415 555 0132", "<PHONE>"),
     ("support line (415) 555-0132", "<PHONE>"),
     ("card 4242 4242 4242 4242 exp 12/29", "<CARD>"),
     ("card=4111111111111111", "<CARD>"),
@@ -76,6 +78,8 @@ CODE = [
     "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
     "Luhn-valid but no card prefix: 1234567890123452",
     "self.assertEqual(13577625587, int(f(self.wrap(1000000000000), self.wrap(cb))))",   # ctypes' tests
+    "a = +4294967296  # 1 << 32\nin the form ‘+000000120’\n6 12 24 48 96 192 384 768 1536 3072",
+    'self.push_lit("211 486 761 1265 fr.comp.lang.python")',
     "order_id = 15912345678; offset 13800138000; callback(13800138000); telemetry 13800138000",
 ]
 

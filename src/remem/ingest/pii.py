@@ -74,7 +74,7 @@ _IBAN = re.compile(r"(?<![\w])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1
 # a Chinese mobile number (1[3-9] + 9 digits) standing alone
 _PHONE = re.compile(
     r"(?<![\w+/.:-])(?:"
-    r"\+\d{1,3}(?:[ .-]?\(\d{1,4}\))?(?:[ .-]?\d{2,5}){2,5}"
+    r"\+[1-9]\d{0,2}(?:[ .-]?\(\d{1,4}\))?(?:[ .-]?\d{2,5}){2,5}"
     r"|\(\d{3}\)[ ]?\d{3}[ -]\d{4}"
     r"|\d{3}(?P<sep>[ .-])\d{3}(?P=sep)\d{4}"
     r"|1[3-9]\d(?:[ -]?\d{4}){2}"
@@ -131,10 +131,13 @@ def _phone_ok(m: re.Match[str]) -> bool:
     digits = re.sub(r"\D", "", s)
     if not 7 <= len(digits) <= 15 or len(set(digits)) < 3:
         return False
-    if s.startswith("+"):
-        return len(digits) >= 8
-    if s.isdigit():      # a bare Chinese mobile number: only where the text speaks of one (or in Chinese)
-        return bool(_PHONE_CUE.search(m.string, max(0, m.start() - 30), m.start()))
+    bare = s.lstrip("+").isdigit()
+    if s.startswith("+") and len(digits) < 8:
+        return False
+    if bare and s.startswith("+") and m.string[m.start() - 1:m.start()] in ("'", '"'):
+        return True      # "+14155550132": E.164 in a string
+    if bare or m["sep"] == " ":   # digits alone, or 3-3-4 split by spaces: only where the text speaks of a
+        return bool(_PHONE_CUE.search(m.string, max(0, m.start() - 30), m.start()))   # phone (or in Chinese)
     return True
 
 
