@@ -148,12 +148,13 @@ def test_paths_anonymised_and_secrets_redacted(home, tmp_path):
 
 
 BAD = [
-    ("no header", lambda t: t.split("\n", 1)[1], "first line must be its header"),
+    ("no header", lambda t: t.split("\n", 1)[1], "no header line"),
     ("broken header", lambda t: t.replace('"v": 1', '"v": 7', 1), "version-1"),
     ("unknown section", lambda t: t.replace("## Decisions", "## Wishes"), "unknown section 'Wishes'"),
     ("item before headings", lambda t: t.replace("<!-- Edit", "- stray line\n<!-- Edit", 1),
      "before its `# project`"),
     ("prose", lambda t: t.replace("## Facts", "Some notes I added\n## Facts", 1), "expected a `# project`"),
+    ("after the end", lambda t: t.replace(exchange.END, "", 1) + "\n# Notes\n", "not one this file was exported for"),
     ("unknown id", lambda t: re.sub(r"remem:m_[0-9a-f]{16}", "remem:m_0000000000000000", t, count=1),
      "no learned memory m_0000000000000000"),
     ("bad id", lambda t: t.replace("remem:m_", "remem:zz", 1), "not a learned memory id"),
@@ -310,3 +311,20 @@ def test_project_filter_and_secrets_in_new_lines(home):
         stored = next(r for r in m.learned(project="other-app") if r["id"] == new["id"])
         assert key not in stored["text"] and "[REDACTED:" in stored["text"]
         assert [r["id"] for r in d["missing"]] == [yarn["id"]]
+
+
+def test_pasted_into_a_claude_md_and_a_cursor_rule(home, tmp_path):
+    claude = tmp_path / "CLAUDE.md"
+    body = ok("learned", "export", "--project", PROJECT).replace("Use bun, not npm.", "Use bun only.")
+    claude.write_text("# My project\n\nSome instructions of my own.\n- a list item of mine\n\n" + body
+                      + "\n## Other notes\n\nMore text of mine.\n", encoding="utf-8")
+    d = js("learned", "import", str(claude))
+    assert [e["after"] for e in d["edited"]] == ["Use bun only."] and d["created"] == []
+    rule = tmp_path / ".cursor" / "rules" / "remem.mdc"
+    rule.parent.mkdir(parents=True)
+    ok("learned", "export", "--project", PROJECT, "--out", str(rule))
+    text = rule.read_text(encoding="utf-8")
+    assert text.startswith("---\ndescription: ") and "alwaysApply: true\n---\n<!-- remem learned export" in text
+    assert text.rstrip().endswith(exchange.END)
+    d = js("learned", "import", str(rule))
+    assert d["edited"] == [] and d["created"] == [] and d["missing"] == []

@@ -196,8 +196,12 @@ def rollback(ctx: click.Context, event_id: int, owner: str | None, as_json: bool
 @handle_errors
 def export_(ctx: click.Context, fmt: str, project: str | None, out: str | None, owner: str | None) -> None:
     """Write the active conventions, preferences, decisions, procedures and facts as a file to edit
-    and share (paths anonymised, secrets redacted); read it back with `remem learned import`."""
-    text = _service().export_file(open_mem(ctx), _scope(ctx, project, owner), fmt)
+    and share (paths anonymised, secrets redacted); read it back with `remem learned import`.
+
+    Paste it into CLAUDE.md or AGENTS.md (import reads only what lies between its header and end
+    lines) or write it as a Cursor rule (`--out .cursor/rules/remem.mdc` adds the rule's front matter)."""
+    text = _service().export_file(open_mem(ctx), _scope(ctx, project, owner), fmt,
+                                  front_matter=bool(out and out.endswith(".mdc")))
     if out:
         with open(out, "w", encoding="utf-8") as f:
             f.write(text)

@@ -42,6 +42,9 @@ NO_PROJECT = "(no project)"
 FORMAT_VERSION = 1
 MAX_TEXT = 2000
 
+END = "<!-- remem learned export end -->"
+FRONT_MATTER = ("---\ndescription: Conventions, preferences, decisions and facts remem learned from past "
+                "sessions\nalwaysApply: true\n---\n")
 _HEADER = re.compile(r"^<!--\s*remem learned export\s+(?P<meta>\{.*\})\s*-->\s*$")
 _MARKER = re.compile(r"\s*<!--\s*remem:(?P<id>[^\s>]*)\s*-->\s*$")
 _ID = re.compile(r"m_[0-9a-f]{16}")
@@ -87,8 +90,9 @@ def _meta(owner: str, projects: list[str], at: float, home: str | None) -> dict[
 
 
 def render_md(records: list[dict[str, Any]], owner: str, projects: list[str], at: float,
-              home: str | None = None) -> str:
-    """The Markdown file of these records (active memories of ``EXPORT_KINDS``)."""
+              home: str | None = None, *, front_matter: bool = False) -> str:
+    """The Markdown file of these records (active memories of ``EXPORT_KINDS``); ``front_matter``
+    for a Cursor rule (``.cursor/rules/*.mdc``: always applied)."""
     meta = json.dumps(_meta(owner, projects, at, home), ensure_ascii=False, sort_keys=True)
     out = [f"<!-- remem learned export {meta} -->",
            "<!-- Edit a line's text, add `- ` lines under a heading, delete lines; keep each `remem:` marker. "
@@ -99,7 +103,8 @@ def render_md(records: list[dict[str, Any]], owner: str, projects: list[str], at
         for kind in EXPORT_KINDS:
             out += ["", f"## {HEADINGS[kind]}"]
             out += [f"- {shown(r['text'], home)} <!-- remem:{r['id']} -->" for r in mine if r["kind"] == kind]
-    return "\n".join(out) + "\n"
+    out += ["", END]
+    return (FRONT_MATTER if front_matter else "") + "\n".join(out) + "\n"
 
 
 def render_json(records: list[dict[str, Any]], owner: str, projects: list[str], at: float,
@@ -141,21 +146,26 @@ def _entry(line: int, mid: Any, project: Any, kind: Any, text: Any, header: Head
 
 
 def parse_md(text: str) -> tuple[Header, list[Entry]]:
+    """The memories between the export's header and its end marker; what is around them (a
+    CLAUDE.md's own text, a Cursor rule's front matter) is not read."""
     lines = text.splitlines()
-    first = next((i for i, s in enumerate(lines) if s.strip()), None)
-    m = _HEADER.match(lines[first].strip()) if first is not None else None
-    if m is None:
-        raise InputError("not a remem learned export: the first line must be its header "
-                         "`<!-- remem learned export {…} -->` (export one with remem learned export)")
+    first = next((i for i, s in enumerate(lines) if _HEADER.match(s.strip())), None)
+    if first is None:
+        raise InputError("not a remem learned export: no header line `<!-- remem learned export {…} -->` "
+                         "(export one with remem learned export)")
+    m = _HEADER.match(lines[first].strip())
+    assert m is not None
     try:
         meta = json.loads(m["meta"])
     except ValueError:
-        raise InputError(f"line {first + 1}: the export header is not valid JSON") from None   # type: ignore[operator]
-    header = _header(meta, f"line {first + 1}")   # type: ignore[operator]
+        raise InputError(f"line {first + 1}: the export header is not valid JSON") from None
+    header = _header(meta, f"line {first + 1}")
+    end = next((i for i in range(first + 1, len(lines)) if lines[i].strip() == END), len(lines))
+    lines = lines[:end]
     project: str | None = None
     kind: str | None = None
     raw: list[tuple[int, str, str, str]] = []          # line, project, kind, body (marker included)
-    for n, s in enumerate(lines[first + 1:], start=first + 2):   # type: ignore[operator]
+    for n, s in enumerate(lines[first + 1:], start=first + 2):
         stripped = s.strip()
         if not stripped or _COMMENT.match(stripped) and not _MARKER.fullmatch(stripped):
             continue
@@ -169,6 +179,9 @@ def parse_md(text: str) -> tuple[Header, list[Entry]]:
         if stripped.startswith("# "):
             name = stripped[2:].strip()
             project = "" if name == NO_PROJECT else name
+            if project not in header.projects:
+                raise InputError(f"line {n}: project {name!r} is not one this file was exported for "
+                                 f"({', '.join(p or NO_PROJECT for p in header.projects)})")
             kind = None
             continue
         item = _ITEM.match(stripped)

@@ -472,7 +472,8 @@ def _shared(mem: Remem, scope: Scope) -> tuple[list[dict[str, Any]], list[str]]:
     return [r for r in rows if r["status"] == "active" and r["kind"] in EXPORT_KINDS], projects
 
 
-def export_file(mem: Remem, scope: Scope, fmt: str = "md", *, home: str | None = None) -> str:
+def export_file(mem: Remem, scope: Scope, fmt: str = "md", *, home: str | None = None,
+                front_matter: bool = False) -> str:
     """The active conventions, preferences, decisions, procedures and facts in scope as Markdown or
     JSON (``remem learned export``), for one owner."""
     from . import exchange
@@ -482,8 +483,9 @@ def export_file(mem: Remem, scope: Scope, fmt: str = "md", *, home: str | None =
     if len(scope.owners) != 1:
         raise InputError("export the learned memories of one owner at a time")
     records, projects = _shared(mem, scope)
-    render = exchange.render_md if fmt == "md" else exchange.render_json
-    return render(records, scope.owners[0], projects, time.time(), home=home)
+    if fmt == "json":
+        return exchange.render_json(records, scope.owners[0], projects, time.time(), home=home)
+    return exchange.render_md(records, scope.owners[0], projects, time.time(), home=home, front_matter=front_matter)
 
 
 def import_file(mem: Remem, scope: Scope, text: str, *, archive_missing: bool = False, dry_run: bool = False,
