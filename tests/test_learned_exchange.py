@@ -328,3 +328,13 @@ def test_pasted_into_a_claude_md_and_a_cursor_rule(home, tmp_path):
     assert text.rstrip().endswith(exchange.END)
     d = js("learned", "import", str(rule))
     assert d["edited"] == [] and d["created"] == [] and d["missing"] == []
+
+
+def test_a_memory_activated_after_the_export_is_not_missing(home):
+    with remem.open() as m:
+        text = service.export_file(m, m.scope(project=PROJECT), "md")
+        cand = next(r for r in m.learned(project=PROJECT, status="review"))
+        service.act(m, m.scope(), cand["id"], "approve")         # active now, but not in the file
+        d = service.import_file(m, m.scope(), text, archive_missing=True)
+        assert d["missing"] == [] and d["archived"] == []
+        assert next(r for r in m.learned(project=PROJECT) if r["id"] == cand["id"])["status"] == "active"

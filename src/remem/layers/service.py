@@ -472,6 +472,20 @@ def _shared(mem: Remem, scope: Scope) -> tuple[list[dict[str, Any]], list[str]]:
     return [r for r in rows if r["status"] == "active" and r["kind"] in EXPORT_KINDS], projects
 
 
+def _active_at(area: Learned, scope: Scope, memory_id: str, ts: float) -> bool:
+    """Was the memory active at ``ts`` (so an export made then carried it)? Its last event up to then
+    says; a memory with no event by then did not exist yet."""
+    state = None
+    for e in area.events(scope, memory_id):
+        if float(e["ts"]) > ts:
+            break
+        if e["after"] is not None:
+            state = e["after"].get("status", state)
+        elif e["action"] in ("dropped", "forget", "forgotten"):
+            state = None
+    return state == "active"
+
+
 def export_file(mem: Remem, scope: Scope, fmt: str = "md", *, home: str | None = None,
                 front_matter: bool = False) -> str:
     """The active conventions, preferences, decisions, procedures and facts in scope as Markdown or
@@ -513,6 +527,7 @@ def import_file(mem: Remem, scope: Scope, text: str, *, archive_missing: bool = 
         entries = [e for e in entries if e.project == shown_project]
         header.projects = [p for p in header.projects if p == shown_project]
     todo = exchange.plan(header, entries, stored, owner, home=home)
+    todo.missing = [r for r in todo.missing if _active_at(area, owner_scope, r["id"], header.at)]
     out: dict[str, Any] = {"edited": [], "created": [], "unchanged": todo.unchanged, "archived": [],
                            "missing": [{"id": r["id"], "project": r["project"], "kind": r["kind"],
                                         "text": exchange.shown(r["text"], home)} for r in todo.missing],
