@@ -48,8 +48,10 @@ def export_cmd(ctx: click.Context, out: str | None, sqlite_path: str | None, dat
                         opts=dataset.Options(statuses=tuple(statuses), min_chars=min_chars, min_turns=min_turns,
                                              system=system))
         return
-    if project or since:
-        raise InputError("--project and --since select turns for --dataset; a backup export holds everything")
+    if (project or since or system or as_json or statuses != ("succeeded",) or min_chars != dataset.MIN_CHARS
+            or min_turns != dataset.MIN_TURNS):
+        raise InputError("--project, --since, --status, --min-chars, --min-turns, --system and --json are for "
+                         "--dataset; a backup export holds everything")
     if sqlite_path:
         dest = mem.export_sqlite(sqlite_path)
         click.echo(f"wrote {dest}", err=True)

@@ -496,10 +496,11 @@ def export_file(mem: Remem, scope: Scope, fmt: str = "md", *, home: str | None =
         raise InputError(f"unknown format {fmt!r}: md or json")
     if len(scope.owners) != 1:
         raise InputError("export the learned memories of one owner at a time")
+    at = time.time()          # before the read: what changes after it is not in the file
     records, projects = _shared(mem, scope)
     if fmt == "json":
-        return exchange.render_json(records, scope.owners[0], projects, time.time(), home=home)
-    return exchange.render_md(records, scope.owners[0], projects, time.time(), home=home, front_matter=front_matter)
+        return exchange.render_json(records, scope.owners[0], projects, at, home=home)
+    return exchange.render_md(records, scope.owners[0], projects, at, home=home, front_matter=front_matter)
 
 
 def import_file(mem: Remem, scope: Scope, text: str, *, archive_missing: bool = False, dry_run: bool = False,
