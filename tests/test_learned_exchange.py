@@ -120,7 +120,7 @@ def test_json_round_trip(home, tmp_path):
     target = next(m for m in mems if m["kind"] == "fact")
     target["text"] = "The package manager is bun 1.1 (never npm)."
     mems.append({"project": PROJECT, "kind": "decision", "text": "Checkout uses Stripe Elements, not Checkout."})
-    out.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    out.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8-sig")     # with a byte-order mark
     d = js("learned", "import", str(out))
     assert [e["id"] for e in d["edited"]] == [target["id"]] and len(d["created"]) == 1
     assert js("learned", "show", target["id"])["locked"]

@@ -56,7 +56,8 @@ def learn(ctx: click.Context, project: str | None, rebuild: bool, owner: str | N
 
 @click.group()
 def learned() -> None:
-    """Review what remem learned: list, show, history, approve, reject, edit, lock, forget, rollback."""
+    """Review what remem learned: list, show, history, approve, reject, edit, lock, forget, rollback;
+    export it as a file to edit and share, import the edited file."""
 
 
 @learned.command("list")
@@ -228,7 +229,7 @@ def import_(ctx: click.Context, path: str, archive_missing: bool, dry_run: bool,
     if path == "-":
         text = sys.stdin.read()
     else:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:     # an editor's byte-order mark is not text
             text = f.read()
     d = _service().import_file(open_mem(ctx), _scope(ctx, project, owner), text, archive_missing=archive_missing,
                                dry_run=dry_run)
