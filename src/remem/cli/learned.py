@@ -26,8 +26,15 @@ def _age(ts: float | None) -> str:
 
 def _line(m: dict[str, Any]) -> str:
     flags = "".join(f" [{f}]" for f in ("locked", "edited") if m.get(f))
-    return (f"{m['id']}  {m['status']:<10} {m['kind']:<13} {m['confidence']:.2f}  "
+    mark = (m.get("data") or {}).get("llm")
+    if isinstance(mark, dict) and mark.get("verdict"):
+        flags += f" [llm: {mark['verdict']}]"
+    line = (f"{m['id']}  {m['status']:<10} {m['kind']:<13} {m['confidence']:.2f}  "
             f"{count(m['sessions'], 'session')}  {m['project'] or '-'}{flags}\n    {m['text']}")
+    if isinstance(mark, dict) and mark.get("verdict") == "quarantine":
+        line += f"\n    quarantined: {mark.get('reason') or '-'}" + (
+            f"; proposed “{mark['proposed']}”" if mark.get("proposed") else "")
+    return line
 
 
 @click.command()
@@ -60,7 +67,8 @@ def learned() -> None:
 @learned.command("list")
 @click.option("--project", default=None, help="Only this project.")
 @click.option("--status", default="active", show_default=True,
-              help="candidate, active, superseded, archived, rejected, review (candidates) or all.")
+              help="candidate, active, superseded, archived, rejected, review (candidates), quarantined "
+              "(candidates whose LLM answer could not be backed by their evidence) or all.")
 @click.option("--kind", default=None, help="preference, convention, correction, decision, procedure, fact, "
               "working_state.")
 @click.option("--owner", default=None, help="Owner; default from config.")
@@ -182,6 +190,34 @@ def rollback(ctx: click.Context, event_id: int, owner: str | None, as_json: bool
     d = _service().rollback(open_mem(ctx), _scope(ctx, None, owner), event_id)
     emit(d, as_json, lambda d: click.echo(f"rolled back event {event_id}: {d['id']} is {d['status']}, "
                                           f"“{d['text']}”"))
+
+
+@learned.command("llm")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def llm_status(ctx: click.Context, as_json: bool) -> None:
+    """The optional LLM (learn.llm.base_url): today's tokens, the circuit breaker, the cooldown and the
+    replies that named memories it was not given (quarantined; `list --status quarantined` shows the rest)."""
+    from ..layers import review
+
+    d = review.status(open_mem(ctx))
+
+    def human(d: dict[str, Any]) -> None:
+        if not d["configured"]:
+            click.echo("no LLM configured (learn.llm.base_url is empty): learning is offline, nothing is sent")
+            return
+        click.echo(f"{d['base_url']} · model {d['model'] or '-'} · {d['day']}: {d['tokens']} of "
+                   f"{d['daily_tokens']} tokens, {count(d['requests'], 'request')}")
+        if d["breaker_open_until"]:
+            click.echo(f"circuit breaker open for {int(d['breaker_open_until'] - time.time())}s "
+                       f"after {count(d['failures'], 'failure')}: {d['last_error']}")
+        elif d["cooldown_until"]:
+            click.echo(f"cooling down for {int(d['cooldown_until'] - time.time())}s")
+        for e in d["strays"]:
+            click.echo(f"  quarantined reply: {e.get('reason')} {e.get('id', '')} “{e.get('text', '')}”")
+
+    emit(d, as_json, human)
 
 
 COMMANDS = [learn, learned]
