@@ -5,8 +5,9 @@ is recorded (path, headers, raw body, the candidates it carried), which is what 
 many requests arrived, and what reached the server. What it answers is set per test:
 
 - ``decide(candidate) -> dict``: the verdict entry for one candidate (default: keep);
-- ``content``: a fixed reply body instead (malformed output, unknown ids, …);
-- ``status``: an HTTP status other than 200 (500, 429 …); ``delay``: seconds to sleep first (timeouts);
+- ``content``: a fixed reply body instead (malformed output, …), or ``reply(candidates) -> str``;
+- ``status``: an HTTP status other than 200 (500, 429 … with ``retry_after`` seconds when set);
+  ``delay``: seconds to sleep first (timeouts);
 - ``usage``: ``total_tokens`` reported per request (None: no usage field, remem estimates).
 
 Standard library only.
@@ -28,6 +29,8 @@ class FakeLLM:
         self.decide: Callable[[dict[str, Any]], dict[str, Any]] = lambda c: {"id": c["id"], "verdict": "keep",
                                                                              "reason": "a standing rule"}
         self.content: str | None = None
+        self.reply: Callable[[list[dict[str, Any]]], str] | None = None
+        self.retry_after: float | None = None
         self.status = 200
         self.delay = 0.0
         self.usage: int | None = 100
@@ -40,7 +43,7 @@ class FakeLLM:
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                fake._record(self.path, dict(self.headers), raw)
+                cands = fake._record(self.path, dict(self.headers), raw)
                 if fake.delay:
                     time.sleep(fake.delay)
                 if fake.status != 200:
@@ -48,10 +51,12 @@ class FakeLLM:
                     self.send_response(fake.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(body)))
+                    if fake.retry_after is not None:
+                        self.send_header("Retry-After", str(fake.retry_after))
                     self.end_headers()
                     self.wfile.write(body)
                     return
-                body = json.dumps(fake._answer(raw)).encode()
+                body = json.dumps(fake._answer(cands)).encode()
                 try:
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
@@ -70,7 +75,7 @@ class FakeLLM:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
-    def _record(self, path: str, headers: dict[str, str], raw: bytes) -> None:
+    def _record(self, path: str, headers: dict[str, str], raw: bytes) -> list[dict[str, Any]]:
         try:
             body = json.loads(raw)
             cands = json.loads(body["messages"][-1]["content"])["candidates"]
@@ -79,11 +84,11 @@ class FakeLLM:
         with self._lock:
             self.requests.append({"path": path, "headers": headers, "raw": raw.decode("utf-8", "replace"),
                                   "body": body, "candidates": cands})
+        return cands
 
-    def _answer(self, raw: bytes) -> dict[str, Any]:
-        cands = self.requests[-1]["candidates"] if self.requests else []
-        content = self.content if self.content is not None else json.dumps(
-            {"verdicts": [self.decide(c) for c in cands]})
+    def _answer(self, cands: list[dict[str, Any]]) -> dict[str, Any]:
+        content = (self.content if self.content is not None else self.reply(cands) if self.reply
+                   else json.dumps({"verdicts": [self.decide(c) for c in cands]}))
         out: dict[str, Any] = {"id": "chatcmpl-fake", "object": "chat.completion",
                                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                                             "finish_reason": "stop"}]}

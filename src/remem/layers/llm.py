@@ -16,8 +16,6 @@ import json
 import logging
 import os
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -88,6 +86,9 @@ def _scrub(text: str, secret: str) -> str:
 
 def chat(s: LlmSettings, messages: list[dict[str, str]]) -> Reply:
     """One chat completion (JSON, not streamed). Raises :class:`LlmFailure`."""
+    import urllib.error      # here, not at the top: listing learned memories need not load it
+    import urllib.request
+
     payload = {"model": s.model, "messages": messages, "temperature": 0, "max_tokens": REPLY_TOKENS,
                "response_format": {"type": "json_object"}}
     headers = {"Content-Type": "application/json", "Accept": "application/json"}

@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..ingest.normalize import InputError
@@ -280,8 +281,11 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
     return counts
 
 
-def run(mem: Remem, scope: Scope, *, rebuild: bool = False) -> dict[str, Any]:
-    """Learn every project in scope whose turns changed since its last learn (all with ``rebuild``)."""
+def run(mem: Remem, scope: Scope, *, rebuild: bool = False,
+        clock: Callable[[], float] | None = None) -> dict[str, Any]:
+    """Learn every project in scope whose turns changed since its last learn (all with ``rebuild``);
+    then, only with ``learn.llm.base_url`` set, let the model judge the candidates (``review``;
+    ``clock`` is its time: the day's budget, the cooldown, the breaker)."""
     t0 = time.perf_counter()
     now = time.time()
     area = _area(mem)
@@ -301,7 +305,7 @@ def run(mem: Remem, scope: Scope, *, rebuild: bool = False) -> dict[str, Any]:
             out[k] += v
     settings = llm.configured(mem)
     if settings is not None:                             # only with learn.llm.base_url set
-        out["llm"] = review.review(mem, scope, settings)
+        out["llm"] = review.review(mem, scope, settings, clock=clock)
     out["seconds"] = round(time.perf_counter() - t0, 3)
     out["learned"] = area.count(scope)
     return out
