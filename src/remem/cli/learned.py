@@ -55,6 +55,11 @@ def learn(ctx: click.Context, project: str | None, rebuild: bool, owner: str | N
                    f"({d['skipped']} unchanged) in {d['seconds']:.2f}s: {d['created']} new, {d['updated']} "
                    f"changed, {d['dropped']} dropped; now {n.get('active', 0)} active, "
                    f"{n.get('candidate', 0)} to review")
+        if "llm" in d:
+            j = d["llm"]
+            click.echo(f"llm: {count(j['requests'], 'request')}, {j['tokens']} tokens: {j['keep']} kept, "
+                       f"{j['reject']} rejected, {j['rewrite']} rewritten, {j['quarantine']} quarantined; "
+                       f"{j['pending']} waiting" + (f" ({j['stopped']})" if j["stopped"] else ""))
 
     emit(d, as_json, human)
 

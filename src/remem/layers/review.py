@@ -156,10 +156,11 @@ def review(mem: Remem, scope: Scope, s: LlmSettings | None = None, *, clock: Clo
             why = st.blocked(s, now)
             if not why and out["requests"] >= s.max_requests:
                 why = "max_requests"
-            cands = _candidates(mem, batch)
-            need = judge.request_estimate(cands)
-            if not why and st.tokens + need > s.daily_tokens:
-                why = "budget"
+            if not why:
+                cands = _candidates(mem, batch)
+                need = judge.request_estimate(cands)
+                if st.tokens + need > s.daily_tokens:
+                    why = "budget"
             if why:
                 out["stopped"] = why
                 break
