@@ -86,7 +86,7 @@ def _scrub(text: str, secret: str) -> str:
 
 def chat(s: LlmSettings, messages: list[dict[str, str]]) -> Reply:
     """One chat completion (JSON, not streamed). Raises :class:`LlmFailure`."""
-    import urllib.error      # here, not at the top: listing learned memories need not load it
+    import urllib.error  # here, not at the top: listing learned memories need not load it
     import urllib.request
 
     payload = {"model": s.model, "messages": messages, "temperature": 0, "max_tokens": REPLY_TOKENS,
