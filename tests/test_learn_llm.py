@@ -360,3 +360,46 @@ def test_judge_believes_only_what_the_evidence_backs():
     assert listed[0].verdict == "keep"
     assert judge.unbacked("Run `make test` in tools/ci", "run make test in tools/ci") == []
     assert judge.unbacked("Run `make lint` in tools/ci", "run make test in tools/ci") == ["make lint"]
+
+
+def test_the_daemon_asks_a_bounded_number_of_times_and_never_shows_the_key(fake, tmp_path):
+    """The real daemon: its background learn job and a learn through the API ask the loopback model
+    within ``max_requests`` and the cooldown; the API masks the key and refuses to change the URL."""
+    import time
+
+    import remem
+    from remem.server.testing import Daemon
+
+    home = tmp_path / "remem"
+    m = remem.open(home)
+    m.add_turns(turns(30))
+    for key, value in {"base_url": fake.base_url, "model": "fake-judge", "api_key": API_KEY, "batch_size": "8",
+                       "max_requests": "2", "cooldown_seconds": "300"}.items():
+        m.config.set(f"learn.llm.{key}", value)
+    m.close()
+    d = Daemon(home, env={"HOME": str(tmp_path), "REMEM_AUTO_SYNC": "0", "REMEM_LEARN_DELAY": "0"})
+    d.start()
+    try:
+        with d.client() as c:
+            cfg = c.get("/api/v1/config").json()
+            assert cfg["values"]["learn"]["llm"]["api_key"] == "********"
+            assert cfg["file"]["learn"]["llm"]["api_key"] == "********" and API_KEY not in json.dumps(cfg)
+            r = c.patch("/api/v1/config", json={"learn.llm.base_url": "http://203.0.113.9/v1"})
+            assert r.status_code == 403
+            got = c.post("/api/v1/learned/learn").json()
+            deadline = time.monotonic() + 60
+            while not fake.requests and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert fake.requests, got
+            time.sleep(2.0)                                   # a second pass would come now: none does
+            c.post("/api/v1/learned/learn")
+            assert 1 <= len(fake.requests) <= 2
+            assert all(r["headers"].get("Authorization") == f"Bearer {API_KEY}" for r in fake.requests)
+            judged = c.get("/api/v1/learned", params={"status": "all"}).json()
+            items = judged["items"] if isinstance(judged, dict) else judged
+            assert any((i.get("data") or {}).get("llm", {}).get("verdict") == "keep" for i in items)
+    finally:
+        d.stop()
+    assert API_KEY not in d.output()
+    assert API_KEY not in (home / llm.STATE_FILE).read_text()
+    assert API_KEY not in (home / "hook-settings.json").read_text()
