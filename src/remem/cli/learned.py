@@ -220,7 +220,8 @@ def llm_status(ctx: click.Context, as_json: bool) -> None:
         elif d["cooldown_until"]:
             click.echo(f"cooling down for {int(d['cooldown_until'] - time.time())}s")
         for e in d["strays"]:
-            click.echo(f"  quarantined reply: {e.get('reason')} {e.get('id', '')} “{e.get('text', '')}”")
+            click.echo(f"  quarantined reply: {e.get('reason')} {e.get('id', '')} ({e.get('verdict') or '-'}, "
+                       f"{e.get('chars', 0)} characters)")
 
     emit(d, as_json, human)
 

@@ -5,8 +5,9 @@ Nothing here runs unless ``learn.llm.base_url`` is set (:func:`configured` is No
 nothing is sent anywhere but that URL. The API key goes only into the request's Authorization header:
 it is never logged, never in an error message, never in the state file. The state file
 (``learn-llm.json``, mode 0600) holds counters and times only, plus a short log of replies that named
-ids the request did not carry (their text redacted), so a restart resets neither the day's budget nor
-an open breaker. Standard library only.
+ids the request did not carry (the id, verdict and length, never their text: it could quote a turn
+the user forgets later), so a restart resets neither the day's budget nor an open breaker. Standard
+library only.
 """
 
 from __future__ import annotations

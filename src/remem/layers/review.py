@@ -180,9 +180,11 @@ def review(mem: Remem, scope: Scope, s: LlmSettings | None = None, *, clock: Clo
             out["tokens"] += used
             llm.save_state(mem.home, st)                 # spent is spent, whatever happens next
             outcomes, strays = judge.judge(reply.content, cands)
-            for entry in strays:
-                st.stray({k: redact(str(v)).text if isinstance(v, str) else v for k, v in entry.items()}
-                         | {"at": tick(), "owner": batch[0]["owner"]})
+            for entry in strays:       # no text kept: it may quote a turn the user later forgets
+                st.stray({"reason": entry["reason"], "id": redact(str(entry.get("id", ""))).text,
+                          "verdict": str(entry.get("verdict", "")), "chars": len(str(entry.get("text")
+                                                                                    or entry.get("entry") or "")),
+                          "at": tick(), "owner": batch[0]["owner"]})
                 out["strays"] += 1
             by_id = {r["id"]: r for r in batch}
             done = tick()
