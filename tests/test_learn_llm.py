@@ -404,3 +404,20 @@ def test_the_daemon_asks_a_bounded_number_of_times_and_never_shows_the_key(fake,
     assert API_KEY not in d.output()
     assert API_KEY not in (home / llm.STATE_FILE).read_text()
     assert API_KEY not in (home / "hook-settings.json").read_text()
+
+
+def test_forgetting_the_evidence_takes_the_models_wording_along(mem, fake):
+    ids = [r.id for r in mem.add_turns(turns(2)).results]
+    new = f"No {word(0, 1)} hacks in the {word(0, 5)} module, ever."
+    fake.decide = lambda c: ({"id": c["id"], "verdict": "rewrite", "text": new} if c["text"] == statement(0)
+                             else {"id": c["id"], "verdict": "keep"})
+    use(mem, fake)
+    service.run(mem, mem.scope(), clock=Clock())
+    assert new in {m["text"] for m in mem.learned()}
+    mem.forget(ids=[ids[0]])
+    db = mem.store.conn
+    left = "\n".join(str(r[0]) + str(r[1]) for r in db.execute("SELECT text, data FROM learned"))
+    left += "\n".join(str(r[0]) + str(r[1]) for r in db.execute("SELECT before_json, after_json FROM learned_events"))
+    assert new not in left and statement(0) not in left
+    service.run(mem, mem.scope(), clock=Clock())             # relearn: nothing to judge from the forgotten turn
+    assert all(statement(0) not in c["text"] for r in fake.requests[1:] for c in r["candidates"])
