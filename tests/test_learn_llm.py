@@ -337,6 +337,7 @@ def test_secrets_never_reach_the_server_nor_the_state_files(mem, fake, remem_hom
 def test_the_api_key_is_never_mirrored_nor_shown(remem_home):
     r = run_cli("config", "set", "learn.llm.api_key", API_KEY)
     assert r.returncode == 0, r.stderr.decode()
+    assert API_KEY not in r.stdout.decode() + r.stderr.decode() and "********" in r.stdout.decode()
     mirror = (remem_home / "hook-settings.json").read_text()
     assert API_KEY not in mirror and json.loads(mirror)["withheld"] == ["learn.llm.api_key"]
     shown = run_cli("config", "show").stdout.decode() + run_cli("config", "get", "learn.llm.api_key").stdout.decode() \

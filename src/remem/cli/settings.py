@@ -145,7 +145,9 @@ def config_set(ctx: click.Context, key: str, value: str) -> None:
     except ConfigError:     # the file holds a bad value: let `set` fix it (the result is checked)
         home = configmod.home_dir(ctx.ensure_object(dict).get("home"))
         cfg = configmod.Config.unchecked(Path(home), dict(os.environ))
+    from .. import settings as model
+
     stored = cfg.set(key, value)
-    click.echo(f"{key} = {_shown(stored)}")
+    click.echo(f"{key} = {model.MASK if key in model.SECRET_KEYS and stored else _shown(stored)}")
     if key in cfg.env_used:
         click.echo(f"note: {cfg.env_used[key]} is set in this environment and wins over config.yaml", err=True)
