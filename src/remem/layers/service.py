@@ -7,7 +7,8 @@ the ingest redactor, and writes each change with an event holding the memory bef
 A project is always recomputed from all its turns (the lifecycle folds across sessions), so an
 incremental run and ``rebuild=True`` give the same memories; incremental only skips projects whose
 turns did not change. The user's actions (approve, reject, edit, lock, forget, rollback) are
-events too and any event can be rolled back.
+events too and any event can be rolled back. With ``learn.llm.base_url`` set, a pass of the optional
+model over the candidates follows (``review.py``); its verdicts are events with actor ``llm``.
 """
 
 from __future__ import annotations
