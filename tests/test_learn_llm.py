@@ -422,3 +422,23 @@ def test_forgetting_the_evidence_takes_the_models_wording_along(mem, fake):
     assert new not in left and statement(0) not in left
     service.run(mem, mem.scope(), clock=Clock())             # relearn: nothing to judge from the forgotten turn
     assert all(statement(0) not in c["text"] for r in fake.requests[1:] for c in r["candidates"])
+
+
+def test_a_candidate_against_an_active_slot_value_is_left_to_the_user(mem, fake):
+    """bun is the active package manager (said in two sessions); a candidate naming pnpm for that slot
+    is never sent: keeping it would leave two active values in one slot (the user's review decides)."""
+    said = ["Use bun, not npm, for the scripts.", "Use bun, not npm, for installing.",
+            "Use pnpm instead of yarn for the docs site.", statement(7)]
+    mem.add_turns(turns(80, every=20, said=lambda k: said[k]))
+    mem.learn()
+    by_slot = {(m["slot"], m["value"]): m for m in mem.learned(status="all") if m["slot"] == "pkg.manager"}
+    assert by_slot[("pkg.manager", "bun")]["status"] == "active"
+    pnpm = by_slot[("pkg.manager", "pnpm")]
+    assert pnpm["status"] == "candidate"
+    use(mem, fake)
+    got = service.run(mem, mem.scope(), clock=Clock())["llm"]
+    sent = [c["text"] for r in fake.requests for c in r["candidates"]]
+    assert sent == [statement(7)] and got["keep"] == 1
+    assert mem.store.learned.get(mem.scope(), pnpm["id"])["status"] == "candidate"
+    actives = {m["value"] for m in mem.learned() if m["slot"] == "pkg.manager"}
+    assert actives == {"bun"}

@@ -2,8 +2,8 @@
 
 Off unless ``learn.llm.base_url`` is set. Then, per pass: the candidates not yet judged on their
 current evidence (preferences, conventions, decisions, procedures and facts the learner left as
-candidates; never a locked, user-decided or conflicting one, never a working state or a whole
-session) go to the model in batches of ``learn.llm.batch_size``, each with a few redacted quotes of
+candidates; never a locked, user-decided or conflicting one — nor one for a slot an active memory
+fills with another value —, never a working state or a whole session) go to the model in batches of ``learn.llm.batch_size``, each with a few redacted quotes of
 its evidence (``judge.py``). A pass stops at the day's token budget, at ``learn.llm.max_requests``,
 or when the circuit breaker opens; after a pass that asked, the next waits ``cooldown_seconds``.
 
@@ -56,6 +56,22 @@ def pending(rec: dict[str, Any]) -> bool:
     """Eligible and not judged on this evidence yet."""
     mark = (rec.get("data") or {}).get("llm")
     return eligible(rec) and not (isinstance(mark, dict) and mark.get("on") == supporting(rec))
+
+
+def taken_slots(active: list[dict[str, Any]]) -> dict[tuple[str, str, str], set[str]]:
+    """(owner, project, slot) → the values active memories hold there."""
+    out: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for r in active:
+        if r["slot"]:
+            out[(r["owner"], r["project"], r["slot"])].add(str(r["value"]))
+    return out
+
+
+def contested(rec: dict[str, Any], taken: dict[tuple[str, str, str], set[str]]) -> bool:
+    """A candidate for a slot an active memory fills with another value ("The package manager is
+    yarn" beside an active "… is bun"): which one holds is the user's review, not the model's."""
+    held = taken.get((rec["owner"], rec["project"], rec["slot"])) if rec["slot"] else None
+    return bool(held) and str(rec["value"]) not in held
 
 
 def quarantined(rec: dict[str, Any]) -> bool:
@@ -148,7 +164,8 @@ def review(mem: Remem, scope: Scope, s: LlmSettings | None = None, *, clock: Clo
     area = mem.store.learned  # type: ignore[attr-defined]
     with llm.state_lock(mem.home):
         st = llm.load_state(mem.home)
-        todo = [r for r in area.list(scope, statuses=("candidate",)) if pending(r)]
+        taken = taken_slots(area.list(scope, statuses=("active",)))
+        todo = [r for r in area.list(scope, statuses=("candidate",)) if pending(r) and not contested(r, taken)]
         out["pending"] = len(todo)
         batches = _batches(todo, s.batch_size)
         for batch in batches:
