@@ -71,7 +71,7 @@ def contested(rec: dict[str, Any], taken: dict[tuple[str, str, str], set[str]]) 
     """A candidate for a slot an active memory fills with another value ("The package manager is
     yarn" beside an active "… is bun"): which one holds is the user's review, not the model's."""
     held = taken.get((rec["owner"], rec["project"], rec["slot"])) if rec["slot"] else None
-    return bool(held) and str(rec["value"]) not in held
+    return held is not None and bool(held) and str(rec["value"]) not in held
 
 
 def quarantined(rec: dict[str, Any]) -> bool:
