@@ -28,8 +28,15 @@ def _age(ts: float | None) -> str:
 
 def _line(m: dict[str, Any]) -> str:
     flags = "".join(f" [{f}]" for f in ("locked", "edited") if m.get(f))
-    return (f"{m['id']}  {m['status']:<10} {m['kind']:<13} {m['confidence']:.2f}  "
+    mark = (m.get("data") or {}).get("llm")
+    if isinstance(mark, dict) and mark.get("verdict"):
+        flags += f" [llm: {mark['verdict']}]"
+    line = (f"{m['id']}  {m['status']:<10} {m['kind']:<13} {m['confidence']:.2f}  "
             f"{count(m['sessions'], 'session')}  {m['project'] or '-'}{flags}\n    {m['text']}")
+    if isinstance(mark, dict) and mark.get("verdict") == "quarantine":
+        line += f"\n    quarantined: {mark.get('reason') or '-'}" + (
+            f"; proposed “{mark['proposed']}”" if mark.get("proposed") else "")
+    return line
 
 
 @click.command()
@@ -50,6 +57,11 @@ def learn(ctx: click.Context, project: str | None, rebuild: bool, owner: str | N
                    f"({d['skipped']} unchanged) in {d['seconds']:.2f}s: {d['created']} new, {d['updated']} "
                    f"changed, {d['dropped']} dropped; now {n.get('active', 0)} active, "
                    f"{n.get('candidate', 0)} to review")
+        if "llm" in d:
+            j = d["llm"]
+            click.echo(f"llm: {count(j['requests'], 'request')}, {j['tokens']} tokens: {j['keep']} kept, "
+                       f"{j['reject']} rejected, {j['rewrite']} rewritten, {j['quarantine']} quarantined; "
+                       f"{j['pending']} waiting" + (f" ({j['stopped']})" if j["stopped"] else ""))
 
     emit(d, as_json, human)
 
@@ -63,7 +75,8 @@ def learned() -> None:
 @learned.command("list")
 @click.option("--project", default=None, help="Only this project.")
 @click.option("--status", default="active", show_default=True,
-              help="candidate, active, superseded, archived, rejected, review (candidates) or all.")
+              help="candidate, active, superseded, archived, rejected, review (candidates), quarantined "
+              "(candidates whose LLM answer could not be backed by their evidence) or all.")
 @click.option("--kind", default=None, help="preference, convention, correction, decision, procedure, fact, "
               "working_state.")
 @click.option("--owner", default=None, help="Owner; default from config.")
@@ -249,6 +262,35 @@ def import_(ctx: click.Context, path: str, archive_missing: bool, dry_run: bool,
                 click.echo(f"  {m['id']}  {m['kind']:<11} {m['text'][:100]}", err=True)
         click.echo(f"{'dry run: ' if d['dry_run'] else ''}{len(d['edited'])} edited, {len(d['created'])} added, "
                    f"{len(d['archived'])} archived, {d['unchanged']} unchanged")
+
+    emit(d, as_json, human)
+
+
+@learned.command("llm")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def llm_status(ctx: click.Context, as_json: bool) -> None:
+    """The optional LLM (learn.llm.base_url): today's tokens, the circuit breaker, the cooldown and the
+    replies that named memories it was not given (quarantined; `list --status quarantined` shows the rest)."""
+    from ..layers import review
+
+    d = review.status(open_mem(ctx))
+
+    def human(d: dict[str, Any]) -> None:
+        if not d["configured"]:
+            click.echo("no LLM configured (learn.llm.base_url is empty): learning is offline, nothing is sent")
+            return
+        click.echo(f"{d['base_url']} · model {d['model'] or '-'} · {d['day']}: {d['tokens']} of "
+                   f"{d['daily_tokens']} tokens, {count(d['requests'], 'request')}")
+        if d["breaker_open_until"]:
+            click.echo(f"circuit breaker open for {int(d['breaker_open_until'] - time.time())}s "
+                       f"after {count(d['failures'], 'failure')}: {d['last_error']}")
+        elif d["cooldown_until"]:
+            click.echo(f"cooling down for {int(d['cooldown_until'] - time.time())}s")
+        for e in d["strays"]:
+            click.echo(f"  quarantined reply: {e.get('reason')} {e.get('id', '')} ({e.get('verdict') or '-'}, "
+                       f"{e.get('chars', 0)} characters)")
 
     emit(d, as_json, human)
 

@@ -7,7 +7,8 @@ the ingest redactor, and writes each change with an event holding the memory bef
 A project is always recomputed from all its turns (the lifecycle folds across sessions), so an
 incremental run and ``rebuild=True`` give the same memories; incremental only skips projects whose
 turns did not change. The user's actions (approve, reject, edit, lock, forget, rollback) are
-events too and any event can be rolled back.
+events too and any event can be rolled back. With ``learn.llm.base_url`` set, a pass of the optional
+model over the candidates follows (``review.py``); its verdicts are events with actor ``llm``.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..ingest.normalize import InputError
 from ..ingest.redact import redact
 from ..scope import Scope
 from ..store.protocols import Learned
+from . import llm, review
 from .learn import learn as learn_core
 from .types import KINDS, STATUSES, Action, Memory, Turn
 
@@ -258,6 +261,7 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
             rec = _record(owner, m, prev, now, sessions)
             if prev is not None and prev["decided"] == "forgotten":
                 rec["text"], rec["data"] = "", {"decided_on": m.data.get("decided_on", [])}
+            review.carry(prev, rec)                     # the optional LLM's verdict on this evidence
             if prev is not None and not _changed(prev, rec):
                 continue
             area.put(rec)
@@ -278,8 +282,11 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
     return counts
 
 
-def run(mem: Remem, scope: Scope, *, rebuild: bool = False) -> dict[str, Any]:
-    """Learn every project in scope whose turns changed since its last learn (all with ``rebuild``)."""
+def run(mem: Remem, scope: Scope, *, rebuild: bool = False,
+        clock: Callable[[], float] | None = None) -> dict[str, Any]:
+    """Learn every project in scope whose turns changed since its last learn (all with ``rebuild``);
+    then, only with ``learn.llm.base_url`` set, let the model judge the candidates (``review``;
+    ``clock`` is its time: the day's budget, the cooldown, the breaker)."""
     t0 = time.perf_counter()
     now = time.time()
     area = _area(mem)
@@ -297,6 +304,9 @@ def run(mem: Remem, scope: Scope, *, rebuild: bool = False) -> dict[str, Any]:
         out["projects"] += 1
         for k, v in got.items():
             out[k] += v
+    settings = llm.configured(mem)
+    if settings is not None:                             # only with learn.llm.base_url set
+        out["llm"] = review.review(mem, scope, settings, clock=clock)
     out["seconds"] = round(time.perf_counter() - t0, 3)
     out["learned"] = area.count(scope)
     return out
@@ -331,10 +341,10 @@ def check_filters(status: str | None, kind: str | None) -> tuple[str, ...] | Non
         raise InputError(f"unknown kind {kind!r}: one of {', '.join(KINDS)}")
     if status in (None, "", "all"):
         return None
-    if status == "review":
+    if status in ("review", "quarantined"):
         return ("candidate",)
     if status not in STATUSES:
-        raise InputError(f"unknown status {status!r}: one of {', '.join(STATUSES)}, review or all")
+        raise InputError(f"unknown status {status!r}: one of {', '.join(STATUSES)}, review, quarantined or all")
     return (status,)
 
 
@@ -342,7 +352,7 @@ def listing(mem: Remem, scope: Scope, *, status: str | None = "active",
             kind: str | None = None) -> list[dict[str, Any]]:
     statuses = check_filters(status, kind)
     return [public(r) for r in _area(mem).list(scope, statuses=statuses, kind=kind)
-            if r["decided"] != "forgotten"]
+            if r["decided"] != "forgotten" and (status != "quarantined" or review.quarantined(r))]
 
 
 def _get(mem: Remem, scope: Scope, memory_id: str) -> dict[str, Any]:
@@ -446,6 +456,9 @@ def rollback(mem: Remem, scope: Scope, event_id: int, *, actor: str = "user") ->
                     new[k] = old[k]
             if old.get("text"):
                 new["text"] = redact(str(old["text"])).text
+        if ev["actor"] == review.ACTOR and isinstance(new["data"].get("llm"), dict):
+            # the user overruled the model: its verdict is not re-applied nor asked for again
+            new["data"]["llm"] = {**new["data"]["llm"], "verdict": "overruled"}
         area.put(new)
         area.add_event(rec["owner"], rec["id"], "rollback", before, view(new) | {"event": ev["id"]}, actor=actor,
                        ts=new["updated_at"])
