@@ -22,7 +22,6 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from . import recall_speed as rs
@@ -56,8 +55,6 @@ def _build(mem: Any, n: int, real: bool, model_id: str, dim: int) -> dict[str, A
 
 def run(sizes: list[int], *, queries: int = 100, model: str | None = None, real: bool = False,
         database_url: str | None = None, say: Any = None) -> dict[str, Any]:
-    import psycopg
-
     from remem.core import Remem
     from remem.store.postgres import embedded
 
@@ -73,13 +70,11 @@ def run(sizes: list[int], *, queries: int = 100, model: str | None = None, real:
     try:
         for n in sizes:
             name = f"remem_engines_{n}"
-            with psycopg.connect(f"{base}/postgres", autocommit=True) as c:
-                c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-                c.execute(f"CREATE DATABASE {name}")
+            pg_url = embedded.recreate_database(base, name)
             with tempfile.TemporaryDirectory(prefix="remem-engines-") as tmp:
                 homes = {"sqlite": os.path.join(tmp, "sqlite"), "postgresql": os.path.join(tmp, "pg")}
                 envs = {"sqlite": {"REMEM_EMBEDDING_MODEL": model},
-                        "postgresql": {"REMEM_EMBEDDING_MODEL": model, "REMEM_DATABASE_URL": f"{base}/{name}"}}
+                        "postgresql": {"REMEM_EMBEDDING_MODEL": model, "REMEM_DATABASE_URL": pg_url}}
                 mems = {e: Remem(homes[e], env=envs[e]) for e in homes}
                 emb = mems["sqlite"].embedder()
                 if emb is None:
@@ -115,8 +110,7 @@ def run(sizes: list[int], *, queries: int = 100, model: str | None = None, real:
                         point[e][f"{k}_p95_ms"] = round(_pct(v, 0.95), 1)
                     mem.close()
                 points.append(point)
-            with psycopg.connect(f"{base}/postgres", autocommit=True) as c:
-                c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            embedded.drop_database(base, name)
     finally:
         if server is not None:
             server.stop()

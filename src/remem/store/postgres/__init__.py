@@ -28,10 +28,10 @@ class PgStore:
         except ImportError:
             raise StoreError("database.url is postgresql://… but psycopg is not installed: "
                              "pip install 'remem[postgres]'") from None
+        import psycopg as _pg
+
         from . import areas
         from .text import PgText
-
-        import psycopg as _pg
 
         self.errors: tuple[type[Exception], ...] = (_pg.Error,)
         self._dsn = url

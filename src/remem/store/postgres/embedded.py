@@ -135,3 +135,25 @@ def start(root: Path | None = None, *, port: int | None = None) -> EmbeddedServe
                 raise StoreError("PostgreSQL started but does not answer on 127.0.0.1") from None
             time.sleep(0.05)
     return server
+
+
+def recreate_database(base_url: str, name: str) -> str:
+    """Drop (ending its connections) and create database ``name`` on the server at ``base_url``
+    (``postgresql://USER@HOST:PORT``); its URL. For benchmarks and tests only."""
+    import psycopg
+
+    if not name.replace("_", "").isalnum():
+        raise StoreError(f"not a database name: {name!r}")
+    with psycopg.connect(f"{base_url}/postgres", autocommit=True) as c:
+        c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        c.execute(f"CREATE DATABASE {name}")
+    return f"{base_url}/{name}"
+
+
+def drop_database(base_url: str, name: str) -> None:
+    import psycopg
+
+    if not name.replace("_", "").isalnum():
+        raise StoreError(f"not a database name: {name!r}")
+    with psycopg.connect(f"{base_url}/postgres", autocommit=True) as c:
+        c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

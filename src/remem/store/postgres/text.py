@@ -81,7 +81,7 @@ class PgText:
             for r in rows:
                 weighted: Counter[str] = Counter()
                 total = 0
-                for (col, w), text in zip(WEIGHTS, r[1:]):
+                for (_col, w), text in zip(WEIGHTS, r[1:], strict=True):
                     toks = tokenize(text or "")
                     total += len(toks)
                     for t, n in Counter(toks).items():
