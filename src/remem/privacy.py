@@ -34,6 +34,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .errors import RememError
+
 try:  # POSIX only; elsewhere the file is rewritten without a lock
     import fcntl
 except ImportError:  # pragma: no cover
@@ -85,7 +87,8 @@ class State:
     """The kept-out spans: the home switch's and each incognito session's. A span is
     ``[since, until]`` (``until`` None while open); a session's spans also say what opened them."""
 
-    def __init__(self, data: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, data: Mapping[str, Any] | None = None, *, broken: str = "") -> None:
+        self.broken = broken     # why privacy.json could not be read ("" = it could, or is absent)
         data = data if isinstance(data, Mapping) else {}
         self.paused: list[list[Any]] = [list(s) for s in data.get("paused") or [] if _span(s)]
         self.sessions: dict[str, dict[str, Any]] = {}
@@ -168,21 +171,28 @@ def path_of(home: Path) -> Path:
 
 
 def load(home: Path) -> State:
-    """The spans of ``home`` (none when the file is missing). A file that is not valid JSON is
-    read as no spans for the hook, but :func:`edit` refuses to overwrite it (never lose them)."""
+    """The spans of ``home`` (none when the file is missing). A file that cannot be read or is not
+    the spans file gives a State whose ``broken`` says why: the hook then keeps everything out (it
+    cannot tell which sessions are incognito), ``remem sync`` refuses with that reason, and
+    :func:`edit` never overwrites it — the spans are never lost."""
+    path = path_of(home)
     try:
-        raw = path_of(home).read_text(encoding="utf-8")
+        raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return State()
-    except OSError:
-        return State()
+    except (OSError, UnicodeDecodeError) as e:
+        return State(broken=f"{path}: cannot read it ({getattr(e, 'strerror', None) or e}); fix its permissions")
     try:
-        return State(json.loads(raw))
+        data = json.loads(raw) if raw.strip() else {}
     except ValueError:
-        return State()
+        data = None
+    if not isinstance(data, dict):
+        return State(broken=f"{path}: not remem's privacy file (invalid JSON); fix or move it away: it "
+                     "holds which sessions stay out of memory")
+    return State(data)
 
 
-class PrivacyFileError(Exception):
+class PrivacyFileError(RememError):
     """privacy.json exists but cannot be read as the spans file: it is left as it is."""
 
 
@@ -196,18 +206,9 @@ def edit(home: Path) -> Iterator[State]:
     try:
         if fcntl is not None:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        try:
-            raw = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raw = ""
-        except OSError as e:
-            raise PrivacyFileError(f"{path}: cannot read it ({e.strerror or e}); fix its permissions") from None
-        try:
-            data = json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            raise PrivacyFileError(f"{path}: not valid JSON; fix or move it away (it holds which sessions "
-                                   "stay out of memory)") from None
-        st = State(data)
+        st = load(home)
+        if st.broken:
+            raise PrivacyFileError(st.broken)
         before = json.dumps(st.to_dict(), sort_keys=True)
         yield st
         body = json.dumps(st.to_dict(), sort_keys=True)
@@ -235,6 +236,9 @@ def set_paused(home: Path, on: bool, now: float | None = None) -> State:
 def status(home: Path) -> dict[str, Any]:
     """What ``remem status``, the REST endpoint and the viewer show."""
     st = load(home)
+    if st.broken:
+        return {"incognito": None, "since": None, "incognito_sessions": 0, "sessions_kept_out": 0,
+                "error": st.broken}
     return {"incognito": st.home_paused, "since": st.paused_since,
             "incognito_sessions": sum(1 for s in st.sessions if st.open_span(s) is not None),
             "sessions_kept_out": len(st.sessions)}
@@ -317,7 +321,12 @@ class Policy:
 
     @classmethod
     def load(cls, home: Path, ignore_projects: Sequence[str] = ()) -> Policy:
-        return cls(load(home), ignore_projects)
+        """The policy of ``home``; :class:`PrivacyFileError` when its spans cannot be read (a sync
+        must not import what may have been incognito: the history files wait until it is fixed)."""
+        st = load(home)
+        if st.broken:
+            raise PrivacyFileError(st.broken)
+        return cls(st, ignore_projects)
 
     def project_reason(self, project: str) -> str | None:
         """Why ``project`` is not captured ("ignored by …"), or None."""

@@ -234,6 +234,8 @@ class Handler:
         command), the home's switch is on, or the project is ignored. None: carry on."""
         ev, now, sid = self.ev, time.time(), self.ev.session_id
         spans = privacy.load(self.home)
+        if spans.broken:    # which sessions are incognito is unknown: keep everything out, say why
+            return self._kept_out(f"{spans.broken} (nothing captured or recalled until it is fixed)")
         cmd = privacy.parse_command(ev.prompt) if ev.kind == "turn_start" and ev.prompt else None
         if privacy.env_incognito(self.env):
             if sid and spans.open_span(sid) is None:
