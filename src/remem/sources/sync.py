@@ -530,6 +530,7 @@ def run_sync(mem: Remem, agents: list[str] | None = None, *, full: bool = False,
 
     env = os.environ if env is None else env
     control = control or SyncControl()
+    policy_for(mem)   # an unreadable privacy.json stops the sync before it reads anything
     wanted = [canonical_agent(a) for a in agents] if agents else None
     plan: list[tuple[Source, str, list[Path] | None, bool]] = []
     for key, src in SOURCES.items():
