@@ -194,7 +194,8 @@ def turn_key(ev: Event, prompt: str, started: float) -> str:
 
 class Handler:
     """One hook call. The backend (config, daemon client, database) is opened only when needed:
-    a tool event that just records a step touches nothing but the session's state file."""
+    a tool event that just records a step touches nothing but the session's state file (after the
+    privacy check has read ``privacy.json``, the settings mirror and looked for ``.remem-ignore``)."""
 
     def __init__(self, home: Path, env: dict[str, str], ev: Event) -> None:
         self.home = home
