@@ -153,7 +153,8 @@ def test_env_var_captures_nothing_and_recalls_nothing(seeded):
     assert requests("claude-code") == ["why does the cart total round coupons?"]   # only the open session's
     st = privacy.load(Path(os.environ["REMEM_HOME"]))
     assert st.open_span("inc") is not None and "inc" in st.incognito_sessions()
-    assert "cart" not in (Path(os.environ["REMEM_HOME"]) / "privacy.json").read_text()   # ids and times only
+    kept = privacy.session_path(Path(os.environ["REMEM_HOME"]), "inc").read_text()
+    assert "cart" not in kept and json.loads(kept)["session_id"] == "inc"           # ids and times only
     # the session's next run without the variable: its span ends, the turn is remembered again
     assert MEMORY.split(",")[0] in turn("inc", "and now the cart tax?", cwd)
     assert privacy.load(Path(os.environ["REMEM_HOME"])).open_span("inc") is None
@@ -214,19 +215,23 @@ def test_ignored_project_by_file_and_by_setting(seeded, cli):
     assert requests("claude-code") == ["why does the cart total round coupons?"]
 
 
-def test_a_broken_privacy_file_keeps_everything_out_and_is_kept(seeded, cli):
+@pytest.mark.parametrize("which", ["switch", "session"])
+def test_a_broken_privacy_file_keeps_everything_out_and_is_kept(seeded, cli, which):
     home = Path(os.environ["REMEM_HOME"])
-    (home / "privacy.json").write_text("{not json")
+    broken = home / "privacy.json" if which == "switch" else privacy.session_path(home, "b")
+    broken.parent.mkdir(parents=True, exist_ok=True)
+    broken.write_text("{not json")
     assert turn("b", "why does the cart total round coupons?", str(seeded)) == ""
     assert requests("claude-code") == []
-    assert (home / "privacy.json").read_text() == "{not json"          # never overwritten
+    assert broken.read_text() == "{not json"          # never overwritten
     assert "not remem's privacy file" in (home / "logs" / "hooks.log").read_text()
     r = cli("status")
     assert "incognito: unknown" in r.stdout.decode(), r.stdout
     r = cli("sync")
-    assert r.returncode != 0 and "privacy.json" in r.stderr.decode() and "Traceback" not in r.stderr.decode()
-    r = cli("incognito", "on")
-    assert r.returncode != 0 and "privacy.json" in r.stderr.decode()
+    assert r.returncode != 0 and str(broken) in r.stderr.decode() and "Traceback" not in r.stderr.decode()
+    if which == "switch":
+        r = cli("incognito", "on")
+        assert r.returncode != 0 and str(broken) in r.stderr.decode()
 
 
 # -- sync ------------------------------------------------------------------------------------------

@@ -6,13 +6,13 @@ and an incognito session or an ignored project gets nothing recalled into it.
 
 * **Incognito sessions.** ``REMEM_INCOGNITO=1`` in a hook run's environment, or the prompt
   ``/remem-incognito`` in a session (``/remem-incognito off`` ends it). The session's id and the
-  span of time it was incognito are kept in ``REMEM_HOME/privacy.json`` — ids and times only, never
-  text — so that a later ``remem sync`` of the same agent's history files skips those turns too.
+  span of time it was incognito are kept in ``REMEM_HOME/privacy/sessions/<hash>.json`` (ids and
+  times only, never text; one small file per session, so a hook reads only its own), so that a later ``remem sync`` of the same agent's history files skips those turns too.
   A span opened by the variable ends at the session's first hook run without it; one opened by the
   command only by ``/remem-incognito off``.
 * **The home switch** (the viewer's Incognito toggle, ``PUT /api/v1/privacy``): capture paused for
-  every agent of this home until switched off; its spans are kept the same way, so a sync after it
-  skips what the agents wrote meanwhile.
+  every agent of this home until switched off; its spans are kept in ``REMEM_HOME/privacy.json``, so a sync
+  after it skips what the agents wrote meanwhile.
 * **Ignored projects.** A ``.remem-ignore`` file (its content is not read: an empty file will do)
   in the project folder or any parent up to the user's home, or a match in the setting
   ``capture.ignore_projects`` (absolute or ``~`` paths: that folder and below; or glob patterns).
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import hashlib
 import json
 import os
 import re
@@ -88,15 +89,28 @@ class State:
     ``[since, until]`` (``until`` None while open); a session's spans also say what opened them."""
 
     def __init__(self, data: Mapping[str, Any] | None = None, *, broken: str = "") -> None:
-        self.broken = broken     # why privacy.json could not be read ("" = it could, or is absent)
+        self.broken = broken     # why a privacy file could not be read ("" = they could, or are absent)
         data = data if isinstance(data, Mapping) else {}
         self.paused: list[list[Any]] = [list(s) for s in data.get("paused") or [] if _span(s)]
         self.sessions: dict[str, dict[str, Any]] = {}
         for sid, entry in (data.get("sessions") or {}).items():
             if isinstance(entry, Mapping):
-                spans = [list(s) for s in entry.get("spans") or [] if _span(s)]
-                if spans:
-                    self.sessions[str(sid)] = {"agent": str(entry.get("agent") or ""), "spans": spans}
+                self.add_session({**entry, "session_id": sid})
+
+    @classmethod
+    def copy_of(cls, other: State) -> State:
+        st = cls(broken=other.broken)
+        st.paused = [list(s) for s in other.paused]
+        st.sessions = {k: {"agent": v["agent"], "spans": [list(s) for s in v["spans"]]}
+                       for k, v in other.sessions.items()}
+        return st
+
+    def add_session(self, entry: Mapping[str, Any]) -> None:
+        """One session's file (``{"session_id", "agent", "spans"}``); malformed spans are skipped."""
+        sid = str(entry.get("session_id") or "")
+        spans = [list(s) for s in entry.get("spans") or [] if _span(s)]
+        if sid and spans:
+            self.sessions[sid] = {"agent": str(entry.get("agent") or ""), "spans": spans}
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": VERSION, "paused": self.paused, "sessions": self.sessions}
@@ -167,65 +181,123 @@ def _inside(span: Sequence[Any], ts: float) -> bool:
 
 
 def path_of(home: Path) -> Path:
+    """The home switch's spans."""
     return Path(home) / FILE
 
 
-def load(home: Path) -> State:
-    """The spans of ``home`` (none when the file is missing). A file that cannot be read or is not
-    the spans file gives a State whose ``broken`` says why: the hook then keeps everything out (it
-    cannot tell which sessions are incognito), ``remem sync`` refuses with that reason, and
-    :func:`edit` never overwrites it — the spans are never lost."""
-    path = path_of(home)
+def sessions_dir(home: Path) -> Path:
+    """One small file per incognito session (its id, agent and spans): a hook reads only its own."""
+    return Path(home) / "privacy" / "sessions"
+
+
+def session_path(home: Path, session_id: str) -> Path:
+    digest = hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()[:32]
+    return sessions_dir(home) / f"{digest}.json"
+
+
+def _read(path: Path) -> tuple[dict[str, Any] | None, str]:
+    """(data, "") or (None, why it is unreadable); ({}, "") when the file does not exist."""
     try:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return State()
+        return {}, ""
     except (OSError, UnicodeDecodeError) as e:
-        return State(broken=f"{path}: cannot read it ({getattr(e, 'strerror', None) or e}); fix its permissions")
+        return None, f"{path}: cannot read it ({getattr(e, 'strerror', None) or e}); fix its permissions"
     try:
         data = json.loads(raw) if raw.strip() else {}
     except ValueError:
         data = None
     if not isinstance(data, dict):
-        return State(broken=f"{path}: not remem's privacy file (invalid JSON); fix or move it away: it "
-                     "holds which sessions stay out of memory")
-    return State(data)
+        return None, (f"{path}: not remem's privacy file (invalid JSON); fix or move it away: it holds "
+                      "which sessions stay out of memory")
+    return data, ""
+
+
+def load(home: Path, session_id: str | None = None) -> State:
+    """The spans of ``home``: the home switch's and every incognito session's, or with ``session_id``
+    only that session's (what a hook needs: two small reads whatever the number of sessions). A file
+    that cannot be read or is not a spans file gives a State whose ``broken`` says why: the hook then
+    keeps everything out (it cannot tell which sessions are incognito), ``remem sync`` refuses with
+    that reason, and :func:`edit` never overwrites it — the spans are never lost."""
+    if session_id is None:
+        stamp = (str(home), _stamp(path_of(home)), _stamp(sessions_dir(home)))
+        hit = _FULL.get(stamp[0])
+        if hit is not None and hit[0] == stamp:
+            return State.copy_of(hit[1])
+    data, broken = _read(path_of(home))
+    st = State(data or {}, broken=broken)
+    if session_id is not None:
+        paths = [session_path(home, session_id)] if session_id else []
+    else:
+        try:
+            paths = sorted(sessions_dir(home).glob("*.json"))
+        except OSError as e:
+            st.broken = st.broken or f"{sessions_dir(home)}: cannot list it ({e.strerror or e})"
+            paths = []
+    for path in paths:
+        entry, why = _read(path)
+        if why:
+            st.broken = st.broken or why
+        elif entry:
+            st.add_session(entry)
+    if session_id is None and not st.broken:
+        _FULL[stamp[0]] = (stamp, State.copy_of(st))   # every change replaces a file: new stamps
+    return st
+
+
+_FULL: dict[str, tuple[tuple[Any, ...], State]] = {}   # a sync or a learn run reads all sessions once
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 class PrivacyFileError(RememError):
-    """privacy.json exists but cannot be read as the spans file: it is left as it is."""
+    """A privacy file exists but cannot be read as spans: it is left as it is."""
 
 
 @contextlib.contextmanager
-def edit(home: Path) -> Iterator[State]:
-    """Read, change and atomically rewrite the spans under a lock (hooks run in parallel)."""
+def edit(home: Path, session_id: str | None = None) -> Iterator[State]:
+    """Read, change and atomically rewrite the spans under a lock (hooks run in parallel); with
+    ``session_id`` only that session's spans are read (and may be changed)."""
     home = Path(home)
     home.mkdir(parents=True, exist_ok=True)
-    path = path_of(home)
-    lock_fd = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    lock_fd = os.open(str(path_of(home)) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         if fcntl is not None:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        st = load(home)
+        st = load(home, session_id)
         if st.broken:
             raise PrivacyFileError(st.broken)
-        before = json.dumps(st.to_dict(), sort_keys=True)
+        paused = json.dumps(st.paused)
+        sessions = {sid: json.dumps(e, sort_keys=True) for sid, e in st.sessions.items()}
         yield st
-        body = json.dumps(st.to_dict(), sort_keys=True)
-        if body != before:
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(body)
-            os.replace(tmp, path)
+        if json.dumps(st.paused) != paused:
+            _write(path_of(home), {"version": VERSION, "paused": st.paused})
+        for sid, entry in st.sessions.items():
+            if sessions.get(sid) != json.dumps(entry, sort_keys=True):
+                _write(session_path(home, sid), {"version": VERSION, "session_id": sid, **entry})
     finally:
         os.close(lock_fd)
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(data, f, sort_keys=True)
+    os.replace(tmp, path)
 
 
 def set_paused(home: Path, on: bool, now: float | None = None) -> State:
     """Switch the home's incognito on or off; returns the new state."""
     now = time.time() if now is None else now
-    with edit(home) as st:
+    with edit(home, "") as st:      # the switch's own file only
         if on:
             st.pause(now)
         else:

@@ -195,7 +195,7 @@ def turn_key(ev: Event, prompt: str, started: float) -> str:
 class Handler:
     """One hook call. The backend (config, daemon client, database) is opened only when needed:
     a tool event that just records a step touches nothing but the session's state file (after the
-    privacy check has read ``privacy.json``, the settings mirror and looked for ``.remem-ignore``)."""
+    privacy check has read the privacy files, the settings mirror and looked for ``.remem-ignore``)."""
 
     def __init__(self, home: Path, env: dict[str, str], ev: Event) -> None:
         self.home = home
@@ -234,18 +234,18 @@ class Handler:
         ``/remem-incognito`` command's note) when the session is incognito (``REMEM_INCOGNITO``, the
         command), the home's switch is on, or the project is ignored. None: carry on."""
         ev, now, sid = self.ev, time.time(), self.ev.session_id
-        spans = privacy.load(self.home)
+        spans = privacy.load(self.home, sid)          # the home switch and this session only
         if spans.broken:    # which sessions are incognito is unknown: keep everything out, say why
             return self._kept_out(f"{spans.broken} (nothing captured or recalled until it is fixed)")
         cmd = privacy.parse_command(ev.prompt) if ev.kind == "turn_start" and ev.prompt else None
         if privacy.env_incognito(self.env):
             if sid and spans.open_span(sid) is None:
-                with privacy.edit(self.home) as st:
+                with privacy.edit(self.home, sid) as st:
                     st.session_on(sid, ev.agent, now, "env")
             return self._kept_out("incognito (REMEM_INCOGNITO)", "env" if cmd else "")
         span = spans.open_span(sid) if sid else None
         if span is not None and span[2:3] == ["env"]:   # the variable is gone: its span ends here
-            with privacy.edit(self.home) as st:
+            with privacy.edit(self.home, sid) as st:
                 st.session_off(sid, now, by="env")
             span = None
         if cmd is not None:
@@ -271,10 +271,10 @@ class Handler:
         if not ev.session_id:
             return self.answer(render.incognito_note("no_session"), show_user=True)
         if cmd == "on":
-            with privacy.edit(self.home) as st:
+            with privacy.edit(self.home, ev.session_id) as st:
                 note = "on" if st.session_on(ev.session_id, ev.agent, now, "command") else "on_already"
         elif cmd == "off":
-            with privacy.edit(self.home) as st:
+            with privacy.edit(self.home, ev.session_id) as st:
                 note = "off" if st.session_off(ev.session_id, now) else "off_already"
         else:
             note = "on_already" if on else "off_already"
