@@ -373,3 +373,19 @@ def test_remem_incognito_command_pauses_every_agent(seeded, cli):
     assert json.loads(cli("incognito", "--json").stdout) ["incognito"] is False
     assert turn("h1", "why does the cart total round coupons?", str(seeded))
     assert "why does the cart total round coupons?" in requests()
+
+
+def test_plugin_operations_of_an_incognito_session_read_and_write_nothing(seeded):
+    """OpenCode / OpenClaw / Hermes call remem's tools through the hook (search, get, add): inside an
+    incognito session they find nothing and store nothing; outside it they work."""
+    cwd = str(seeded)
+    base = {"session_id": "oc", "cwd": cwd}
+    found = json.loads(hook("search", {**base, "query": "cart total coupons"}, agent="opencode"))["results"]
+    assert found and "Decimal" in found[0]["text"]
+    out = hook("chat.message", {**base, "prompt": "/remem-incognito"}, agent="opencode")
+    assert "ON" in json.loads(out)["context"]
+    assert json.loads(hook("search", {**base, "query": "cart total coupons"}, agent="opencode")) == {"results": []}
+    assert json.loads(hook("get", {**base, "id": found[0]["id"]}, agent="opencode")) == {"memory": None}
+    added = json.loads(hook("add", {**base, "text": "the secret plan"}, agent="opencode"))
+    assert "incognito" in added["error"]
+    assert requests() == [MEMORY]

@@ -289,7 +289,8 @@ class Handler:
         if note:
             return self.answer(render.incognito_note(note), show_user=True)
         if ev.kind == "op":
-            quiet = {"search": {"results": []}, "get": {"memory": None}, "resume": {"context": ""}}
+            quiet: dict[str, dict[str, Any]] = {"search": {"results": []}, "get": {"memory": None},
+                                                "resume": {"context": ""}}
             return self.answer("", **quiet.get(ev.op, {"error": "remem keeps nothing here (incognito or an "
                                                                  "ignored project)"}))
         return _fallback_answer(ev)
