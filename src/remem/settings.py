@@ -178,6 +178,26 @@ class Learn(Section):
     llm: Llm = Field(default_factory=Llm)
 
 
+class Capture(Section):
+    ignore_projects: list[str] = setting(
+        [], "projects whose turns are never captured, imported or recalled into (as a .remem-ignore file "
+        "in the project does; docs/privacy.md)",
+        allowed="a list of absolute paths, ~/paths (that folder and below) or glob patterns")
+
+    @field_validator("ignore_projects", mode="before")
+    @classmethod
+    def _ignore(cls, v: Any) -> Any:
+        from .privacy import check_pattern
+
+        if v is None:
+            return []
+        if isinstance(v, str):      # one path written without the list brackets
+            v = [v]
+        if not isinstance(v, list):
+            raise ValueError("not a list")
+        return [check_pattern(str(e)) for e in v]
+
+
 class Integrations(Section):
     auto_install: bool = setting(False, "never touch an agent's config without being asked")
 
@@ -206,6 +226,7 @@ class Settings(Section):
     ingest: Ingest = Field(default_factory=Ingest)
     sync: Sync = Field(default_factory=Sync)
     learn: Learn = Field(default_factory=Learn)
+    capture: Capture = Field(default_factory=Capture)
     integrations: Integrations = Field(default_factory=Integrations)
     hooks: Hooks = Field(default_factory=Hooks)
     agents: dict[str, Agent] = setting({}, "per agent: isolated, owner, read_owners (docs/configuration.md)",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -64,11 +65,12 @@ def serve(ctx: click.Context, host: str | None, port: int | None, stop_: bool, n
 @handle_errors
 def status(ctx: click.Context, as_json: bool, login_link: bool) -> None:
     """Is the daemon running? Where, since when, and what is it doing."""
+    from .. import privacy
     from ..server import daemon
 
     home = _home(ctx)
     running = daemon.find(home, wait=2.0)
-    data: dict[str, Any] = {"home": str(home), "running": running is not None}
+    data: dict[str, Any] = {"home": str(home), "running": running is not None, "privacy": privacy.status(home)}
     if running is not None:
         data.update({"pid": running.pid, "url": running.url, "health": running.health})
         token = _token(home)
@@ -91,6 +93,7 @@ def status(ctx: click.Context, as_json: bool, login_link: bool) -> None:
             click.echo(f"remem is not running for {d['home']} (start it with `remem up` or `remem serve`)")
             if (d.get("embedding") or {}).get("pending"):
                 click.echo(f"embeddings: {_waiting(d['embedding'])} (the daemon embeds them)")
+            _privacy_line(d["privacy"])
             return
         h = d.get("health") or {}
         up = f", up {_ago(h['uptime'])}" if h.get("uptime") is not None else ""
@@ -109,10 +112,26 @@ def status(ctx: click.Context, as_json: bool, login_link: bool) -> None:
             pending = f", {_waiting(e)}" if e.get("pending") else ""
             click.echo(f"embedder: {e['configured']} ({state}{runtime}{pending})"
                        + (f" — {e['error']}" if e.get("error") else ""))
+        _privacy_line(d["privacy"])
         if d.get("login_link"):
             click.echo(f"login link: {d['login_link']}")
 
     emit(data, as_json, human)
+
+
+def _privacy_line(p: dict[str, Any]) -> None:
+    """The home's incognito switch and the sessions incognito now (docs/privacy.md)."""
+    if p.get("error"):
+        click.echo(f"incognito: unknown — {p['error']} (hooks capture and recall nothing, sync refuses, "
+                   "until it is fixed)")
+        return
+    sessions = f"; {count(p['incognito_sessions'], 'session')} incognito now" if p.get("incognito_sessions") else ""
+    if p.get("incognito"):
+        since = datetime.fromtimestamp(p["since"]).strftime("%Y-%m-%d %H:%M") if p.get("since") else "?"
+        click.echo(f"incognito: ON for every agent since {since} (nothing captured, learned or recalled; "
+                   f"switch it off in the viewer or with `remem incognito off`){sessions}")
+    else:
+        click.echo(f"incognito: off{sessions}")
 
 
 def _backlog(home: Path) -> dict[str, Any] | None:

@@ -89,6 +89,10 @@ def _write_notes(t: dict[str, Any]) -> list[str]:
     if n:
         out.append(f"{count(n, 'implausible time')} replaced by the turn's other time "
                    "(times_fixed)")
+    n, turns = int(t.get("sessions_private") or 0), int(t.get("skipped_private") or 0)
+    if n or turns:
+        out.append(f"{count(n, 'session')} skipped for privacy ({count(turns, 'turn')} kept out: incognito, "
+                   "the incognito switch or an ignored project; docs/privacy.md)")
     n = int(t.get("ignored") or 0)
     if n:
         out.append(f"{count(n, '/remem-resume request or pick', '/remem-resume requests and picks')} not stored "

@@ -140,3 +140,24 @@ def resume_episode(cand: dict[str, Any], turns: list[dict[str, Any]], now: float
         body.append(b)
         total += len(b)
     return head + "\n\n".join(reversed(body)) + "\n</remem_resume_episode>"
+
+
+INCOGNITO_NOTES = {
+    "on": "remem incognito is ON for this session: from this prompt on nothing is recorded into long-term "
+          "memory, learned from, or recalled here. `/remem-incognito off` ends it.",
+    "off": "remem incognito is OFF for this session: turns from the next prompt on are remembered again "
+           "(what was said while it was on stays out).",
+    "on_already": "remem incognito is ON for this session (it already was): nothing is recorded, learned "
+                  "or recalled until `/remem-incognito off`.",
+    "off_already": "remem incognito was not on for this session: turns are remembered as usual.",
+    "env": "remem incognito is ON for this session through REMEM_INCOGNITO: it ends when the agent runs "
+           "without that variable.",
+    "no_session": "remem cannot keep this conversation incognito: the agent sent no session id. Start it "
+                  "with REMEM_INCOGNITO=1 instead.",
+}
+
+
+def incognito_note(state: str) -> str:
+    """The answer to ``/remem-incognito [off|status]``: tell the user, in one line, what holds now."""
+    return ("<remem_incognito>\n" + INCOGNITO_NOTES.get(state, INCOGNITO_NOTES["on"])
+            + " Tell the user this in one line and do nothing else for this message.\n</remem_incognito>")

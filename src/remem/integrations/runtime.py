@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import hook_settings
+from .. import hook_settings, privacy
 from ..agent_text import safe_tree
 from ..agents import canonical_agent
 from ..model import ToolCall, TurnIn
@@ -194,7 +194,8 @@ def turn_key(ev: Event, prompt: str, started: float) -> str:
 
 class Handler:
     """One hook call. The backend (config, daemon client, database) is opened only when needed:
-    a tool event that just records a step touches nothing but the session's state file."""
+    a tool event that just records a step touches nothing but the session's state file (after the
+    privacy check has read the privacy files, the settings mirror and looked for ``.remem-ignore``)."""
 
     def __init__(self, home: Path, env: dict[str, str], ev: Event) -> None:
         self.home = home
@@ -221,8 +222,89 @@ class Handler:
             self._backend.close()
 
     def handle(self) -> str:
+        kept = self._privacy()
+        if kept is not None:
+            return kept
         fn = getattr(self, f"on_{self.ev.kind}", None)
         return fn() if fn else ""
+
+    # -- privacy (privacy.py): incognito and ignored projects ----------------------------
+    def _privacy(self) -> str | None:
+        """The call does nothing — no capture, no recall, no state — and answers quietly (or the
+        ``/remem-incognito`` command's note) when the session is incognito (``REMEM_INCOGNITO``, the
+        command), the home's switch is on, or the project is ignored. None: carry on."""
+        ev, now, sid = self.ev, time.time(), self.ev.session_id
+        spans = privacy.load(self.home, sid)          # the home switch and this session only
+        if spans.broken:    # which sessions are incognito is unknown: keep everything out, say why
+            return self._kept_out(f"{spans.broken} (nothing captured or recalled until it is fixed)")
+        cmd = privacy.parse_command(ev.prompt) if ev.kind == "turn_start" and ev.prompt else None
+        if privacy.env_incognito(self.env):
+            if sid and spans.open_span(sid) is None:
+                with privacy.edit(self.home, sid) as st:
+                    st.session_on(sid, ev.agent, now, "env")
+            return self._kept_out("incognito (REMEM_INCOGNITO)", "env" if cmd else "")
+        span = spans.open_span(sid) if sid else None
+        if span is not None and span[2:3] == ["env"]:   # the variable is gone: its span ends here
+            with privacy.edit(self.home, sid) as st:
+                st.session_off(sid, now, by="env")
+            span = None
+        if cmd is not None:
+            return self._incognito_command(cmd, span is not None, now)
+        if span is not None:
+            return self._kept_out("incognito session")
+        if spans.home_paused:
+            return self._kept_out("incognito switch of this home")
+        why = privacy.Policy(spans, self._ignore_list()).project_reason(ev.cwd) if ev.cwd else None
+        if why:
+            return self._kept_out(f"ignored project ({why})")
+        return None
+
+    def _ignore_list(self) -> list[str]:
+        try:
+            got = self.b.settings.get("capture.ignore_projects")
+        except Exception:  # noqa: BLE001 - an older mirror without the key: the .remem-ignore files only
+            return []
+        return [str(p) for p in got] if isinstance(got, list) else []
+
+    def _incognito_command(self, cmd: str, on: bool, now: float) -> str:
+        ev = self.ev
+        if not ev.session_id:
+            return self.answer(render.incognito_note("no_session"), show_user=True)
+        if cmd == "on":
+            with privacy.edit(self.home, ev.session_id) as st:
+                note = "on" if st.session_on(ev.session_id, ev.agent, now, "command") else "on_already"
+        elif cmd == "off":
+            with privacy.edit(self.home, ev.session_id) as st:
+                note = "off" if st.session_off(ev.session_id, now) else "off_already"
+        else:
+            note = "on_already" if on else "off_already"
+        self._drop_open_turn(skip_this=True)    # the command is never stored (nor its turn end)
+        self._note(f"/remem-incognito {cmd}: {note}")
+        return self.answer(render.incognito_note(note), show_user=True)
+
+    def _kept_out(self, why: str, note: str = "") -> str:
+        self._drop_open_turn()
+        self._note(f"kept out: {why}")
+        ev = self.ev
+        if note:
+            return self.answer(render.incognito_note(note), show_user=True)
+        if ev.kind == "op":
+            quiet: dict[str, dict[str, Any]] = {"search": {"results": []}, "get": {"memory": None},
+                                                "resume": {"context": ""}}
+            return self.answer("", **quiet.get(ev.op, {"error": "remem keeps nothing here (incognito or an "
+                                                                 "ignored project)"}))
+        return _fallback_answer(ev)
+
+    def _drop_open_turn(self, *, skip_this: bool = False) -> None:
+        """Forget the session's open turn and trajectory (what is in it may be private); with
+        ``skip_this`` mark the turn now starting as one the turn end must not store."""
+        if not skip_this and not state.state_path(self.home, self.ev.agent, self.ev.session_id).exists():
+            return
+        with self.state() as st:
+            for k in ("pending", "tools", "fails", "repaired", "reply"):
+                st.pop(k, None)
+            if skip_this:
+                st["pending"] = {"skip": True, "started_at": time.time()}
 
     def state(self) -> contextlib.AbstractContextManager[dict[str, Any]]:
         return state.session_state(self.home, self.ev.agent, self.ev.session_id)

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .. import privacy
 from ..ingest.normalize import InputError
 from ..ingest.redact import redact
 from ..scope import Scope
@@ -225,12 +226,22 @@ def plugin_memories(rows: list[dict[str, Any]], project: str, mem: Remem) -> lis
     return out
 
 
+def _not_private(mem: Remem, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Turns of an incognito stretch (or of the home's incognito switch) that reached the store
+    anyway (stored by a writer before the hook saw the command) are never learned from."""
+    spans = privacy.load(mem.home)
+    if not spans.sessions and not spans.paused:
+        return rows
+    return [r for r in rows if not spans.keeps_out(str(r.get("session_id") or ""),
+                                                   r.get("started_at") or r.get("ended_at") or r.get("created_at"))]
+
+
 def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, float] | None,
                   now: float) -> dict[str, int]:
     """Recompute one owner's project from its turns and write the differences with events."""
     area = _area(mem)
     counts = {"created": 0, "updated": 0, "dropped": 0, "turns": 0}
-    rows = area.turns_in_time_order(owner, project) if seen else []
+    rows = _not_private(mem, area.turns_in_time_order(owner, project)) if seen else []
     counts["turns"] = len(rows)
     exact = Scope(owners=(owner,), project=project)
     stored = {s["id"]: s for s in area.list(exact)}

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import privacy
 from ..agents import canonical_agent
 from ..errors import RememError
 from ..model import Message, TurnIn
@@ -47,7 +48,8 @@ if TYPE_CHECKING:
 BATCH = 500                  # turns per write transaction
 COUNT_KEYS = ("messages_scanned", "unique_messages", "turns_added", "turns_updated", "duplicates",
               "skipped_incomplete", "skipped_oversize", "skipped_empty", "skipped_unknown", "failed",
-              "turns_removed", "skipped_forgotten", "times_fixed", "ignored")
+              "turns_removed", "skipped_forgotten", "times_fixed", "ignored", "skipped_private",
+              "sessions_private")
 MAX_NOTES = 50               # error and skip reasons a result keeps (the counts are always complete)
 
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -106,6 +108,13 @@ class SourceResult:
     stopped: bool = False
     held: int = 0                       # problems a later read may clear: they hold the cursor
     skipped: list[str] = field(default_factory=list)   # where records of an unknown type were skipped
+    private_sessions: set[str] = field(default_factory=set)   # sessions with turns kept out (privacy.py)
+
+    def kept_private(self, agent: str, sessions: set[str] | list[str], turns: int) -> None:
+        """Count turns kept out for privacy, and the distinct sessions they came from."""
+        self.counts["skipped_private"] += turns
+        self.private_sessions.update(f"{agent}\0{s}" for s in sessions)
+        self.counts["sessions_private"] = len(self.private_sessions)
 
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "agent": self.agent, **self.counts, "errors": self.errors[:MAX_NOTES],
@@ -217,10 +226,23 @@ class _Digest:
                 self.newest = m.ts
 
 
+def policy_for(mem: Remem) -> privacy.Policy:
+    """What this sync keeps out: incognito sessions, the home switch's spans, ignored projects."""
+    return privacy.Policy.load(mem.home, mem.config.get("capture.ignore_projects"))
+
+
 def _write(mem: Remem, res: SourceResult, turns: list[TurnIn],
-           fallback_ts: float | list[float | None] | None = None) -> None:
+           fallback_ts: float | list[float | None] | None = None, policy: privacy.Policy | None = None) -> None:
     """Write one batch; ``fallback_ts`` (the history file's time, one or one per turn) replaces a
-    time no turn can hold."""
+    time no turn can hold. Turns ``policy`` keeps out are counted, never written."""
+    if policy is not None and turns:
+        per = fallback_ts if isinstance(fallback_ts, list) else None
+        keep = [i for i, t in enumerate(turns) if not policy.reason(t.session_id, t.project, t.started_at)]
+        if len(keep) < len(turns):
+            out = set(range(len(turns))) - set(keep)
+            res.kept_private(turns[0].agent, {turns[i].session_id for i in out}, len(out))
+            turns = [turns[i] for i in keep]
+            fallback_ts = [per[i] for i in keep] if per is not None else fallback_ts
     if not turns:
         return
     batch = mem.add_turns(turns, defer_index=True, fallback_ts=fallback_ts)
@@ -239,8 +261,9 @@ class _Group:
     turns instead of one per file (each commit flushes the word index and rewrites the entity
     indexes' pages). A unit's checkpoint is saved only after all of its turns are committed."""
 
-    def __init__(self, mem: Remem, name: str, res: SourceResult) -> None:
+    def __init__(self, mem: Remem, name: str, res: SourceResult, policy: privacy.Policy | None = None) -> None:
         self.mem, self.name, self.res = mem, name, res
+        self.policy = policy if policy is not None else policy_for(mem)
         self.turns: list[TurnIn] = []
         self.fallbacks: list[float | None] = []
         self.done: list[tuple[Unit, bool, float | None, str, str]] = []
@@ -260,7 +283,7 @@ class _Group:
         turns, fallbacks, done = self.turns, self.fallbacks, self.done
         self.turns, self.fallbacks, self.done = [], [], []
         try:
-            _write(self.mem, self.res, turns, fallbacks)
+            _write(self.mem, self.res, turns, fallbacks, self.policy)
         except Exception as e:
             for unit, *_ in done:
                 self.res.counts["failed"] += 1
@@ -362,6 +385,8 @@ def _import_unit(mem: Remem, source: Source, name: str, unit: Unit, ckpt: dict[s
         return False
     res.counts["skipped_incomplete"] += asm.result.incomplete
     res.counts["ignored"] += asm.result.ignored   # /remem-resume requests and picks: no memories
+    if asm.result.private:   # /remem-incognito stretches recorded in the history itself
+        res.kept_private(source.agent, asm.result.private_sessions, asm.result.private)
     _finish_unit(group, unit, stats, digest, res)
     if own:
         return _flushed(group)
@@ -448,7 +473,7 @@ def sync_source(mem: Remem, source: Source, *, name: str | None = None, roots: l
     res.units_total = len(units)
     emit = on_progress or (lambda _e: None)
     emit({"event": "source_start", "source": name, "agent": source.agent, "units_total": len(units)})
-    group = _Group(mem, name, res)
+    group = _Group(mem, name, res, policy_for(mem))
     twins = _imported_twins(mem, owner, [u for u in units if needs_read(u, ckpts.get(u.key), full)])
     for i, unit in enumerate(units, 1):
         if control.checkpoint():
@@ -505,6 +530,7 @@ def run_sync(mem: Remem, agents: list[str] | None = None, *, full: bool = False,
 
     env = os.environ if env is None else env
     control = control or SyncControl()
+    policy_for(mem)   # an unreadable privacy.json stops the sync before it reads anything
     wanted = [canonical_agent(a) for a in agents] if agents else None
     plan: list[tuple[Source, str, list[Path] | None, bool]] = []
     for key, src in SOURCES.items():
@@ -580,6 +606,8 @@ def run_first_import(mem: Remem, name: str, source: Source, roots: list[Path], *
             res.counts["messages_scanned"] += digest.scanned
             res.counts["unique_messages"] += len(digest.ids)
             res.counts["skipped_incomplete"] += done.incomplete
+            if done.private:
+                res.kept_private(source.agent, done.private_sessions, done.private)
             for t in done.turns:
                 t.source_name = name
                 start = t.started_at or 0.0
@@ -594,7 +622,7 @@ def run_first_import(mem: Remem, name: str, source: Source, roots: list[Path], *
         group.flush()   # the checkpoints (no turns held)
         chosen = [t for _, _, t in sorted(best)]
         for i in range(0, len(chosen), BATCH):
-            _write(mem, res, chosen[i : i + BATCH])
+            _write(mem, res, chosen[i : i + BATCH], policy=group.policy)
         mem.store.sources.record_first_import(name, boundary=newest, cursor=res.newest_ts,
                                               result=res.to_dict())
     return res.to_dict()

@@ -34,6 +34,10 @@ A pure function of its inputs. Rules (see FORMATS.md, "Generic turn rule"):
   :func:`remem.integrations.resume.is_pick`) that directly follows it in the same session is
   dropped too, with what answered it; both are counted in ``ignored``. A bare ``1`` anywhere
   else is an ordinary request.
+* ``/remem-incognito`` (typed, or Claude Code's wrapper) makes the rest of its session private until
+  ``/remem-incognito off``: the commands and every turn opened in between are dropped and counted in
+  ``private`` (their sessions in ``private_sessions``), so a sync keeps out what the hook kept out
+  even where no hook ran (:mod:`remem.privacy`).
 * ``message_ids`` lists every source id of the turn's messages; a parser that merges several
   records into one message (Claude streaming split) lists them in ``extra["source_ids"]``.
 * Status: ``cancelled`` when a message of the turn says so (interrupt, abort), else
@@ -47,6 +51,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from remem import privacy as _privacy
 from remem.integrations import resume as _resume
 from remem.model import Message, ToolCall, TurnIn
 
@@ -65,6 +70,8 @@ class AssembleResult:
     messages: int = 0         # messages seen (before de-duplication)
     duplicates: int = 0       # messages dropped because their (session, source_id) was seen before
     ignored: int = 0          # /remem-resume requests and the picks that answered them: no memories
+    private: int = 0          # /remem-incognito commands and the turns of the incognito stretch they open
+    private_sessions: set[str] = field(default_factory=set)
 
 
 def shorten(text: str, limit: int) -> str:
@@ -102,6 +109,7 @@ class _Session:
     open: _Open | None = None
     ids: set[str] = field(default_factory=set)
     resume_listed: bool = False     # the last request was a /remem-resume list: a bare pick may follow
+    incognito: bool = False         # inside a /remem-incognito stretch: nothing becomes a turn
 
 
 def resume_request(m: Message) -> tuple[str, str] | None:
@@ -154,6 +162,15 @@ class TurnAssembler:
             self._close(m.session_id, sess, final=False)     # harness prompt: its exchange is no turn
             return
         if not side and m.role == "user" and (m.real_user or m.extra.get("kind") == "command"):
+            private = _privacy.parse_command(m.text)
+            if private in ("on", "off", "status"):
+                self._close(m.session_id, sess, final=False, successor=True)
+                sess.incognito = private == "on" or (private == "status" and sess.incognito)
+                self._private(m.session_id)
+                return
+            if sess.incognito and m.real_user and m.text.strip():
+                self._private(m.session_id)    # the stretch's turns: never opened
+                return
             action = resume_request(m)
             if action is not None or (m.real_user and sess.resume_listed and _is_pick(m.text)):
                 self._close(m.session_id, sess, final=False, successor=True)
@@ -173,6 +190,10 @@ class TurnAssembler:
                 return
         if sess.open is not None:
             self._absorb(sess.open, m, side=side)
+
+    def _private(self, session_id: str) -> None:
+        self.result.private += 1
+        self.result.private_sessions.add(session_id)
 
     def _absorb(self, t: _Open, m: Message, *, side: bool) -> None:
         t.ids.extend(m.extra.get("source_ids") or [m.source_id])

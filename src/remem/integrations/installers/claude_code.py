@@ -31,6 +31,8 @@ class ClaudeCode(HookAgent):
         OwnedFile("command", "commands/remem-resume.md",
                   lambda ctx, agent: template("claude/remem-resume.md", REMEM=ctx.cli_command(),
                                                         AGENT=agent)),
+        OwnedFile("incognito", "commands/remem-incognito.md",
+                  lambda ctx, agent: template("claude/remem-incognito.md")),
         skill_file(),
     ]
     note_file = "CLAUDE.md"

@@ -347,7 +347,8 @@ def skill_text(ctx: Context, agent: str) -> str:
 def note_text(ctx: Context, agent: str, *, resume: bool = True) -> str:
     return template("notes/agent_note.md", REMEM=ctx.cli_command(), AGENT=agent,
                     RESUME=("Type `/remem-resume <words>` to list past episodes and answer `1`–`5` to "
-                            "continue one." if resume else ""))
+                            "continue one. `/remem-incognito` keeps the rest of a session out of memory "
+                            "(`/remem-incognito off` ends it)." if resume else ""))
 
 
 # -- what remem created (so removal deletes a config file only if remem made it) ----------------

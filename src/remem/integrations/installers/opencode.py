@@ -27,6 +27,8 @@ class OpenCode(HookAgent):
         OwnedFile("command", "commands/remem-resume.md",
                   lambda ctx, agent: template("opencode/remem-resume.md", REMEM=ctx.cli_command(),
                                                         AGENT=agent)),
+        OwnedFile("incognito", "commands/remem-incognito.md",
+                  lambda ctx, agent: template("opencode/remem-incognito.md")),
         skill_file(),
     ]
     note_file = "AGENTS.md"

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
+from ... import privacy
 from .. import deps, events, logs, optional, security
 from ..jobs import JobRunner
 from ..state import DaemonState
@@ -83,7 +84,29 @@ def status(state: State) -> dict[str, Any]:
         out["embedder"] = mem.embedder_status()
     if state.runner is not None:
         out["jobs"] = {"counts": state.runner.counts(), "active": state.runner.active_snapshots()}
+    out["privacy"] = privacy.status(state.home)
     return out
+
+
+class PrivacyBody(BaseModel):
+    incognito: bool
+
+
+@router.get("/privacy", summary="The home's incognito switch (capture paused for every agent) and counts")
+def get_privacy(state: State) -> dict[str, Any]:
+    return privacy.status(state.home)
+
+
+@router.put("/privacy", summary="Switch the home's incognito on (nothing captured, learned or recalled "
+            "for any agent) or off")
+def put_privacy(body: PrivacyBody, state: State) -> dict[str, Any]:
+    try:
+        privacy.set_paused(state.home, body.incognito)
+    except privacy.PrivacyFileError as e:
+        raise HTTPException(409, str(e)) from None
+    got = privacy.status(state.home)
+    state.bus.publish("privacy", got)
+    return got
 
 
 @router.get("/logs", summary="The last lines of the daemon log (secrets already scrubbed)")

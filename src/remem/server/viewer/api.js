@@ -83,4 +83,5 @@ export function connect() {
     emit('job', job);
   });
   source.addEventListener('cleared', (ev) => emit('cleared', JSON.parse(ev.data)));
+  source.addEventListener('privacy', (ev) => emit('privacy', JSON.parse(ev.data)));
 }

@@ -43,6 +43,34 @@ function jobPill() {
     `${t('job.kind.' + j.kind, {}, j.kind)}${pct}${j.status === 'paused' ? ' · ' + t('status.paused') : ''}`);
 }
 
+// The home's incognito switch (PUT /api/v1/privacy): capture paused for every agent until off.
+let privacy = null;
+
+function incognitoSwitch() {
+  const on = !!(privacy && privacy.incognito);
+  const when = on && privacy.since ? new Date(privacy.since * 1000).toLocaleString(lang()) : '';
+  return h('button', {
+    id: 'incognito-toggle', class: on ? 'incognito on' : 'incognito', 'aria-pressed': String(on),
+    title: on ? t('privacy.hint_on', { when }) : t('privacy.hint_off'), disabled: privacy === null,
+    onclick: async () => {
+      try {
+        privacy = await api('/privacy', { method: 'PUT', body: { incognito: !on } });
+      } catch (e) { console.error(e); }
+      showIncognito();
+    },
+  }, on ? t('privacy.incognito_on') : t('privacy.incognito'));
+}
+
+function showIncognito() {
+  const slot = document.getElementById('incognito-slot');
+  if (slot) slot.replaceChildren(incognitoSwitch());
+}
+
+async function loadPrivacy() {
+  try { privacy = await api('/privacy'); } catch (e) { privacy = null; }
+  showIncognito();
+}
+
 function render() {
   const { name, params } = parseHash();
   document.documentElement.lang = lang();
@@ -62,7 +90,7 @@ function render() {
         h('button', { class: 'ghost small', id: 'logout', onclick: logout }, t('nav.logout')))),
     h('div', { class: 'main' },
       h('header', { class: 'topbar' }, h('div', { class: 'title' }, t('nav.' + name)), h('div', { class: 'grow' }),
-        pillSlot, langSwitch()),
+        pillSlot, h('span', { id: 'incognito-slot' }, incognitoSwitch()), langSwitch()),
       content));
   document.body.replaceChildren(app);
   const page = PAGES.find(([n]) => n === name)[1];
@@ -74,7 +102,8 @@ async function logout() {
   location.href = '/login';
 }
 
-onEvent((type) => {
+onEvent((type, data) => {
+  if (type === 'privacy') { privacy = data; showIncognito(); return; }
   if (type !== 'job' && type !== 'hello') return;
   const slot = document.getElementById('pill-slot');
   if (slot) slot.replaceChildren(...[jobPill()].filter(Boolean));
@@ -82,3 +111,4 @@ onEvent((type) => {
 
 window.addEventListener('hashchange', render);
 render();
+loadPrivacy();
