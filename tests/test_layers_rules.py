@@ -193,3 +193,31 @@ def test_ide_problem_lines_and_json_members_are_not_the_users_voice() -> None:
     assert voice == "we should always keep the loops simple in the service layer"
     twice = [T(1, pasted.split("\n")[0], session="a"), T(1, pasted.split("\n")[0], session="b")]
     assert not [m for m in learn(twice) if m.status == "active" and m.kind in ("preference", "convention")]
+
+
+def test_a_projects_own_tools_come_from_its_history_not_a_shared_list() -> None:
+    """A program the project runs or a package it installs anchors a rule (and fills a contrast) in
+    that project only: the shared list holds what every project may name, not one project's stack."""
+    from remem.layers.learn import project_tools
+    from remem.layers.vocab import TOOLS
+
+    for word in ("psbuild", "imgui", "spectre.console", "convex", "clerk"):
+        assert word not in TOOLS
+    sh = [Action(tool="shell", command="cd build && ./psbuild.ps1 -Release", status="ok"),
+          Action(tool="shell", command="dotnet add package Spectre.Console --version 0.49.1", status="ok"),
+          Action(tool="shell", command="npm install @clerk/nextjs@5 zod", status="ok"),
+          Action(tool="shell", command="start . && type notes.txt", status="ok")]
+    tools = project_tools([T(1, "set it up", actions=sh)])
+    assert {"psbuild", "spectre.console", "clerk", "nextjs", "zod"} <= tools
+    assert not {"start", "type", "cd"} & tools            # ordinary words are no program names
+    rule = "Do not call psbuild directly."
+    assert [o for o in rule_observations(T(2, rule)) if o.kind != "correction"] == []   # nothing concrete
+    got = rule_observations(T(2, rule), tools=tools)
+    assert [o.kind for o in got] == ["preference"] and "psbuild" in got[0].data["anchors"]
+    # a contrast between the project's own tools
+    pair = rule_observations(T(3, "use spectre.console instead of the raw console writes"), tools=tools)
+    assert pair and pair[0].text.startswith("Use spectre.console")
+    # and end to end: the project that runs it learns the rule; a project that never ran it does not
+    turns = [T(1, "build it", actions=sh), T(2, rule, session="s2")]
+    assert any(m.text == rule for m in learn(turns))
+    assert not any(m.text == rule for m in learn([T(2, rule, session="s2", project="q")]))

@@ -35,6 +35,52 @@ def project_vocab(turns: Iterable[Turn]) -> frozenset[str]:
     return frozenset(w for w, n in words.items() if n >= 3 and w not in _COMMON)
 
 
+PROGRAM_RARITY = 0.6     # reference weight of a program's name (recall.coverage): rare words only
+_PROGRAM = re.compile(r"^[a-z][a-z0-9_.+-]{1,40}$")
+_INSTALL = re.compile(r"^(?:npm|pnpm|yarn|bun|uv|pip|pip3|poetry|cargo|gem|composer|go)\s+(?:install|add|i|get)\s+(.+)$|"
+                      r"^dotnet\s+add\s+(?:\S+\s+)?package\s+(\S+)", re.I)
+_VERSION = re.compile(r"(?<=.)[@=<>~^!]=?.*$")
+
+
+def _package_names(arg: str) -> set[str]:
+    """Package names of an install command's arguments: ``@scope/name@1.2`` → scope and name,
+    ``Foo.Bar==2`` → ``foo.bar``; flags and paths are not packages."""
+    out: set[str] = set()
+    for a in arg.split():
+        if a.startswith("-") or a.startswith((".", "/", "\\")) or "://" in a:
+            continue
+        a = _VERSION.sub("", a.strip("'\"")).lower()
+        for part in a.lstrip("@").split("/")[:2] if a.startswith("@") else [a]:
+            if _PROGRAM.match(part) and len(part) >= 3:
+                out.add(part)
+    return out
+
+
+def project_tools(turns: Iterable[Turn]) -> frozenset[str]:
+    """The project's own tools, from its history: the programs its shell commands run and the packages
+    it installs (``npm install``, ``dotnet add package``, ``pip install``, …). A rule about one of them
+    ("never call psbuild directly", "use Spectre.Console for the prompts") is tied to something
+    concrete in this project, as a rule about bun is anywhere; the shared list (``vocab.TOOLS``)
+    holds only what every project may name."""
+    from ..recall.coverage import reference_weight
+    from .commands import segments
+
+    out: set[str] = set()
+    for t in turns:
+        for a in t.actions:
+            if not a.command:
+                continue
+            for seg in segments(a.command):
+                head = seg.split()[0].lower().replace("\\", "/").rsplit("/", 1)[-1]
+                head = re.sub(r"\.(?:exe|cmd|bat|ps1|sh)$", "", head)
+                if _PROGRAM.match(head) and len(head) >= 3 and reference_weight(head) >= PROGRAM_RARITY:
+                    out.add(head)      # not "start", "test" or "type": a word that names a program
+                m = _INSTALL.match(seg)
+                if m:
+                    out |= _package_names(m.group(1) or m.group(2) or "")
+    return frozenset(out - _COMMON)
+
+
 def _time_order(turns: list[Turn]) -> list[Turn]:
     """By time when every turn has one (stable), else in the order given."""
     if all(t.ts is not None for t in turns):
@@ -64,12 +110,13 @@ def observe(turns: list[Turn]) -> list[Observation]:
     """Every extractor over the turns of one project, in time order."""
     turns = dedup_exports(turns)
     vocab = project_vocab(turns)
+    tools = project_tools(turns)
     obs: list[Observation] = []
     by_session: dict[str, list[Turn]] = defaultdict(list)
     prev: Turn | None = None
     for t in turns:
         same = prev is not None and prev.session == t.session
-        obs.extend(rule_observations(t, prev if same else None, vocab))
+        obs.extend(rule_observations(t, prev if same else None, vocab, tools))
         by_session[t.session].append(t)
         prev = t
     for sess in by_session.values():
