@@ -16,6 +16,7 @@ _NOISE = frozenset(("cd", "eval", "export", "set", "source", ".", "echo", "sleep
                     "cat", "type", "pwd", "mkdir", "rm", "del", "cp", "mv", "touch", "set-location",
                     "get-childitem", "write-host", "head", "tail", "grep", "find", "which", "where", "timeout",
                     "start-sleep", "true", "false", "exit", "sudo", "time", "git", "chmod", "open", "code"))
+NOISE = _NOISE             # programs that set up, move around or print: no tool of the project
 _RUNNERS = frozenset(("npm", "pnpm", "yarn", "bun", "uv", "poetry", "pipenv", "npx", "bunx", "pnpx", "deno"))
 _SUBCMD_TOOLS = frozenset(("dotnet", "cargo", "go", "make", "docker", "gradle", "mvn", "mix", "swift", "flutter",
                            "kubectl", "terraform", "nx", "turbo", "pip", "pip3",

@@ -12,6 +12,7 @@ import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from functools import lru_cache
 
 from .lifecycle import fold, resolve
 from .procedures import procedure_observations
@@ -39,6 +40,7 @@ PROGRAM_RARITY = 0.6     # reference weight of a program's name (recall.coverage
 _PROGRAM = re.compile(r"^[a-z][a-z0-9_.+-]{1,40}$")
 _INSTALL = re.compile(r"^(?:npm|pnpm|yarn|bun|uv|pip|pip3|poetry|cargo|gem|composer|go)\s+(?:install|add|i|get)\s+(.+)$|"
                       r"^dotnet\s+add\s+(?:\S+\s+)?package\s+(\S+)", re.I)
+_DIGITS = re.compile(r"\d{3}")          # "ide0007", "nu1602": a code pasted as a command, no program
 _VERSION = re.compile(r"(?<=.)[@=<>~^!]=?.*$")
 
 
@@ -62,23 +64,30 @@ def project_tools(turns: Iterable[Turn]) -> frozenset[str]:
     ("never call psbuild directly", "use Spectre.Console for the prompts") is tied to something
     concrete in this project, as a rule about bun is anywhere; the shared list (``vocab.TOOLS``)
     holds only what every project may name."""
-    from ..recall.coverage import reference_weight
-    from .commands import segments
-
     out: set[str] = set()
     for t in turns:
         for a in t.actions:
-            if not a.command:
-                continue
-            for seg in segments(a.command):
-                head = seg.split()[0].lower().replace("\\", "/").rsplit("/", 1)[-1]
-                head = re.sub(r"\.(?:exe|cmd|bat|ps1|sh)$", "", head)
-                if _PROGRAM.match(head) and len(head) >= 3 and reference_weight(head) >= PROGRAM_RARITY:
-                    out.add(head)      # not "start", "test" or "type": a word that names a program
-                m = _INSTALL.match(seg)
-                if m:
-                    out |= _package_names(m.group(1) or m.group(2) or "")
+            if a.command:
+                out.update(_command_tools(a.command))
     return frozenset(out - _COMMON)
+
+
+@lru_cache(maxsize=8192)
+def _command_tools(command: str) -> frozenset[str]:
+    from ..recall.coverage import reference_weight
+    from .commands import NOISE, segments
+
+    out: set[str] = set()
+    for seg in segments(command):
+        head = seg.split()[0].lower().replace("\\", "/").rsplit("/", 1)[-1]
+        head = re.sub(r"\.(?:exe|cmd|bat|ps1|sh)$", "", head).rstrip(".")
+        if _PROGRAM.match(head) and len(head) >= 3 and not _DIGITS.search(head) and head not in NOISE \
+                and reference_weight(head) >= PROGRAM_RARITY:
+            out.add(head)      # not "start", "test" or "type": a word that names a program
+        m = _INSTALL.match(seg)
+        if m:
+            out |= _package_names(m.group(1) or m.group(2) or "")
+    return frozenset(out)
 
 
 def _time_order(turns: list[Turn]) -> list[Turn]:
