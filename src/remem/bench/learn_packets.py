@@ -30,8 +30,7 @@ from typing import Any
 from ..layers.learn import learn
 from ..layers.select import RECENT_TURNS, pick, recent_context
 from ..layers.types import Memory, Turn
-from .learn import matches
-from .specstory_min import read_project
+from .learn import matches, read_project
 
 KINDS = ("need_point", "later_task", "negative", "negative_prompt_matched")
 
