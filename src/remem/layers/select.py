@@ -9,7 +9,8 @@ be named, and every picked item says which:
                 the package manager, "build" → the build command (``SLOT_CUES``);
 * ``signature`` the prompt carries the error signature a procedure was learned for;
 * ``words``     the prompt shares informative words with the memory: at least two distinct words
-                whose combined weight (reference IDF, ``recall.coverage``) clears ``MIN_WORDS_WEIGHT``,
+                whose combined weight (``recall.coverage.reference_weight``, the one word weight of
+                the packet gate, the search floor and this channel) clears ``MIN_WORDS_WEIGHT``,
                 or one identifier-like word (a path, a dotted or snake_case name, a tool the memory
                 is about) — common words ("please", "fix", "file") weigh nothing;
 * ``core``      the project's core facts and ≤ 3 must-follow rules, once per session (the first
@@ -31,12 +32,12 @@ active ones only; ``pick`` checks again).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..ingest.signatures import error_signatures
+from ..recall.coverage import reference_weight
 from ..text.cjk import RUN
 
 WORKING_STATE_DAYS = 7
@@ -91,15 +92,6 @@ def terms(text: str) -> set[str]:
     for run in _CJK_RUN.findall(text or ""):
         out.update(run[i:i + 2] for i in range(len(run) - 1))
     return out
-
-
-def _weight(word: str) -> float:
-    """Reference IDF in [0, 1] (rare technical words weigh ~1, everyday ones ~0)."""
-    from ..recall.coverage import reference, stem
-
-    n, df = reference()
-    f = df.get(word) or df.get(stem(word)) or 0
-    return max(0.0, min(1.0, math.log((n + 1) / (f + 1)) / math.log(n + 1)))
 
 
 def _identifier(word: str) -> bool:
@@ -194,7 +186,7 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
         if not shared:
             continue
         ident = [w for w in shared if _identifier(w)]
-        weight = sum(_weight(w) for w in shared)
+        weight = sum(reference_weight(w) for w in shared)
         if ident or (len(shared) >= 2 and weight >= MIN_WORDS_WEIGHT):
             take(m, "words", 1.0 + weight / 4 + float(m.get("confidence") or 0))
 
