@@ -101,3 +101,8 @@ def test_tool_calls_described_in_words_become_commands_and_paths() -> None:
     assert to_action({"name": "read_file", "input": "docs/README.md"}).path == "docs/README.md"
     assert to_action({"name": "read_file", "input": "Read lints for 3 files"}).path == ""      # no path there
     assert to_action({"name": "Edit", "input": '{"file_path": "x/y.py"}'}).path == "x/y.py"  # JSON as before
+    # Cursor's versioned tool names, the summary line kept in front of the command
+    v2 = to_action({"name": "run_terminal_command_v2",
+                    "input": "Tool use: **run_terminal_command_v2** • Run command: uv run pytest -q"})
+    assert (v2.tool, v2.command) == ("shell", "uv run pytest -q")
+    assert to_action({"name": "read_file_v2", "input": "Read file: /w/app/pyproject.toml"}).path == "/w/app/pyproject.toml"

@@ -35,6 +35,7 @@ OUTPUT_KEEP = 1500            # characters of each tool output the extractors se
 VERDICTS = {"good": "approve", "bad": "reject", "outdated": "archive"}
 ACTIONS = ("approve", "reject", "archive", "edit", "lock", "unlock", "forget")
 _SHELL = frozenset(("bash", "shell", "exec_command", "local_shell", "run_shell_command", "run_terminal_cmd",
+                    "run_terminal_command",
                     "terminal", "powershell", "execute_command", "shell_command"))
 _EDIT = frozenset(("edit", "write", "multiedit", "apply_patch", "replace", "write_file", "edit_file",
                    "str_replace_based_edit_tool", "create_file", "notebookedit", "search_replace"))
@@ -61,7 +62,8 @@ def _short(text: str) -> str:
 
 # exports that describe a tool call in words instead of JSON (SpecStory: "Run command: bun test",
 # "Edit file: src/app.ts", a bare "README.md"): the command or path is the text after the label
-_RUN_COMMAND = re.compile(r"^(?:Run command|Ran command|Command|Terminal):\s*", re.I)
+_VERSIONED = re.compile(r"_v\d+$")
+_RUN_COMMAND = re.compile(r"^(?:Tool use: \*\*[^*]+\*\*\s*•\s*)?(?:Run command|Ran command|Command|Terminal):\s*", re.I)
 _FILE_LABEL = re.compile(r"^(?:Edit(?:ed)? file|Read file|Write file|Create file|File):\s*", re.I)
 _FENCED = re.compile(r"\s*```(?:bash|sh|shell|zsh|console|powershell|pwsh|cmd)?[ \t]*\n(.*?)\n```", re.S | re.I)
 _PATH_TEXT = re.compile(r"^[\w@.~/\\-][\w@.~/\\ -]{0,300}$")
@@ -91,7 +93,7 @@ def to_action(call: dict[str, Any]) -> Action:
         command = str(cmd or "")
         path = str(args.get("file_path") or args.get("path") or args.get("notebook_path")
                    or args.get("target_file") or "")
-    low = name.lower()
+    low = _VERSIONED.sub("", name.lower())     # Cursor's "read_file_v2", "run_terminal_command_v2"
     tool = ("shell" if low in _SHELL or (command and low not in _EDIT | _READ) else
             "edit" if low in _EDIT else "read" if low in _READ else low)
     if tool == "shell" and not command:
