@@ -221,3 +221,14 @@ def test_a_projects_own_tools_come_from_its_history_not_a_shared_list() -> None:
     turns = [T(1, "build it", actions=sh), T(2, rule, session="s2")]
     assert any(m.text == rule for m in learn(turns))
     assert not any(m.text == rule for m in learn([T(2, rule, session="s2", project="q")]))
+
+
+def test_a_prohibition_tied_to_a_project_word_is_a_candidate() -> None:
+    """"Tied to a project term": a folder or module name the project's own paths use is enough for a
+    prohibition or an obligation, not only for a generalised statement."""
+    rule = "please do not touch anything in the mockups folder."
+    assert [o for o in rule_observations(T(1, rule)) if o.kind != "correction"] == []
+    got = rule_observations(T(1, rule), vocab=frozenset({"mockups"}))
+    assert [(o.kind, o.polarity) for o in got] == [("convention", -1)] and "mockups" in got[0].data["anchors"]
+    # a plain task request with the same word is still no rule
+    assert rule_observations(T(2, "move the mockups folder into docs"), vocab=frozenset({"mockups"})) == []

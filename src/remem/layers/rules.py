@@ -213,8 +213,11 @@ def rule_observations(turn: Turn, prev: Turn | None = None, vocab: frozenset[str
         prohibit = _PROHIBIT_EN.search(s) or _PROHIBIT_ZH.search(s) or (want and _DISLIKE.search(s))
         oblige = _OBLIGE_EN.search(s) or _OBLIGE_ZH.search(s) or want
         anc = anchors(s, tools=tools)     # tools, `code`, paths, identifiers
-        if not anc and (general or cue):
-            anc = anchors(s, vocab, tools)  # a project word is enough when the user generalises
+        strict = bool(_PROHIBIT_EN.search(s) or _PROHIBIT_ZH.search(s) or _OBLIGE_EN.search(s) or _OBLIGE_ZH.search(s))
+        if not anc and (general or cue or strict):
+            # a project word is enough when the user generalises, prohibits or obliges ("you should
+            # not be moving anything from the prototypes directory": the project's own folder)
+            anc = anchors(s, vocab, tools)
         n_terms = len(terms(s))
         if (prohibit or oblige or cue) and n_terms >= MIN_RULE_TERMS and \
                 (anc or general or cue or n_terms >= MIN_LOOSE_TERMS):
