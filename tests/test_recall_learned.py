@@ -148,6 +148,15 @@ def test_a_rule_tied_to_what_the_session_just_touched_comes_back():
     # the session worked elsewhere: nothing (a short anchor like "ui" would match "build")
     for ctx in ("src/ui/Button.tsx\nbun run build", "docs/README.md", ""):
         assert pick(mems, "go ahead", now=now, recent_context=ctx) == [], ctx
+    # a project word every file touches ("fiber" in every path) names no one thing, and a substring is
+    # no match; a question about the work asks for an explanation, not a change
+    word = [{"id": "w", "kind": "preference", "status": "active", "sessions": ["1"],
+             "text": "Organise the fibers output by fiber.", "data": {"anchors": ["fiber", "fibers"]}}]
+    assert pick(word, "go ahead", now=now, recent_context="src/fiber/manager.ts\nsrc/commands/fibers/index.ts") == []
+    assert pick(mems, "go ahead", now=now, recent_context="src/api/generated.tsx") == []
+    assert pick(mems, "does this replace the old generator?", now=now,
+                recent_context="src/api/generated.ts") == []
+    assert [m["id"] for m in pick(mems, "ok, now the footer", now=now, recent_context="api/generated.ts")] == ["gen"]
 
 
 def test_turn_start_brings_the_rule_for_the_file_the_session_just_edited(mem):

@@ -53,6 +53,10 @@ MIN_ANCHOR = 4           # an anchor shorter than this ("ui", "db") matches too 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+#/-]*[A-Za-z0-9+#]|[A-Za-z]")
 _CJK_RUN = RUN
 _IDENT = re.compile(r"[./_]|[a-z][A-Z]|\d")
+_TOUCHED = re.compile(r"[\w.@/+-]+")     # the words of the paths and commands a session touched
+# a question about the work ("does this replace the old system?") asks for an explanation, not a change:
+# the rules of the files it touched are no reason to speak up
+_QUESTION = re.compile(r"[?？]\s*$")
 
 SLOT_CUES: dict[str, re.Pattern[str]] = {
     "cmd.test": re.compile(r"\b(tests?|testing|pytest|jest|vitest|spec|unit[- ]tests?)\b|测试|单测", re.I),
@@ -92,6 +96,14 @@ def terms(text: str) -> set[str]:
     for run in _CJK_RUN.findall(text or ""):
         out.update(run[i:i + 2] for i in range(len(run) - 1))
     return out
+
+
+def _specific(anchor: str) -> bool:
+    """An anchor that names one thing (a path, a dotted / snake_case / camelCase name, a tool), not
+    a project word such as "core" or "fiber" that every file of the project touches."""
+    from .vocab import TOOLS
+
+    return len(anchor) >= MIN_ANCHOR and (bool(_IDENT.search(anchor)) or anchor in TOOLS)
 
 
 def _identifier(word: str) -> bool:
@@ -163,11 +175,14 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
                       key=lambda m: (-_support(m), -float(m.get("confidence") or 0)))
         for m in must[:REMINDERS]:
             take(m, "reminder", 1.2 + float(m.get("confidence") or 0))
-    if recent_context:
-        touched = recent_context.lower()
+    if recent_context and not _QUESTION.search(text):
+        touched = {w.strip("./-") for w in _TOUCHED.findall(recent_context.lower().replace("\\", "/"))}
+        names = {w.rsplit("/", 1)[-1] for w in touched}      # a file by its name: paths differ in their root
         for m in rest:
-            anc = [str(a).lower() for a in (m.get("data") or {}).get("anchors") or () if len(str(a)) >= MIN_ANCHOR]
-            if m.get("kind") in RULE_KINDS and any(a in touched for a in anc):
+            anc = [a.strip("./-") for a in (str(x).lower() for x in (m.get("data") or {}).get("anchors") or ())
+                   if _specific(a)]
+            if m.get("kind") in RULE_KINDS and any(a in touched or a in names
+                                                    or ("." in a and a.rsplit("/", 1)[-1] in names) for a in anc):
                 take(m, "context", 1.05 + float(m.get("confidence") or 0))
     for m in rest:
         slot = str(m.get("slot") or "")
