@@ -110,6 +110,16 @@ def test_pick_rules_on_plain_values():
     assert [m["id"] for m in pick(mems, "continue", now=now)] == ["c"]          # the fresh one only
     assert "b" in [m["id"] for m in pick(mems, "go ahead and implement it", now=now)]   # a reminder
     assert pick(mems, "what is the capital of France?", now=now) == []
+    lint = [{"id": "l", "kind": "fact", "slot": "cmd.lint", "status": "active", "sessions": ["1", "2"],
+             "text": "The lint command is `bun run lint`."},
+            {"id": "p", "kind": "fact", "slot": "pkg.manager", "status": "active", "sessions": ["1", "2"],
+             "text": "The package manager is bun."}]
+    # the data's format and the package a project publishes are no lint or install prompt
+    assert pick(lint, "change the date format in the export to ISO", now=now) == []
+    assert pick(lint, "bump the package version in the metadata", now=now) == []
+    assert [m["id"] for m in pick(lint, "please format the code before committing", now=now)] == ["l"]
+    assert [m["id"] for m in pick(lint, "安装一个日期选择器", now=now)] == ["p"]
+    assert [m["id"] for m in pick(lint, "which package manager do we use here", now=now)] == ["p"]
     # pasted logs are not what the user asks: a test log does not make a prompt about tests
     pasted = "why is the page blank?\n```\nFAILED tests/test_x.py::test_y - AssertionError\n" + "noise line\n" * 50 + "```"
     assert "a" not in [m["id"] for m in pick(mems, pasted, now=now)]

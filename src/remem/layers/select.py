@@ -63,8 +63,11 @@ SLOT_CUES: dict[str, re.Pattern[str]] = {
     "cmd.build": re.compile(r"\b(build|builds|compile|compiles|bundle)\b|编译|构建|打包", re.I),
     "cmd.run": re.compile(r"\b(run (it|the app|the server|locally)|start (it|the app|the server)|dev server|"
                           r"launch|serve)\b|运行|启动", re.I),
-    "cmd.lint": re.compile(r"\b(lint|linter|format|formatter|formatting)\b|格式化|代码风格", re.I),
-    "pkg.manager": re.compile(r"\b(install|installs|dependency|dependencies|package|packages|add (a |the )?"
+    # "format" alone is mostly about data ("the date format", "output format"): the code's format only
+    "cmd.lint": re.compile(r"\b(lint|linting|linter|formatter|code style|(?:format|reformat)(?:ting)? (?:the |this |all "
+                           r"|our |my )?(?:code|files?|project|solution|sources?))\b|格式化代码|代码风格|代码格式", re.I),
+    # "package" alone is mostly what a project publishes ("the package metadata"): installing one only
+    "pkg.manager": re.compile(r"\b(install|installs|installing|dependency|dependencies|package manager|add (a |the )?"
                               r"(lib|library|package|dep)|npm|yarn|pnpm|bun|pip|uv|poetry|nuget)\b|依赖|安装",
                               re.I),
     "tool.js_runtime": re.compile(r"\b(node|nodejs|bun|deno|npm|npx|bunx|script|scripts)\b", re.I),
