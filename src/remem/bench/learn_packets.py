@@ -100,7 +100,7 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
             ctx = recent_context(a for t in turns[max(0, pos - RECENT_TURNS):pos] if t.session == b["session"]
                                  for a in t.actions)
             picked = pick(active, prompt, first_of_session=first and core_at == "prompt", now=now,
-                          recent_context=ctx)
+                          new_session=first, recent_context=ctx)
             pinned: list[Memory] = []
             if core_at == "session_start":
                 if b["session"] not in starts:

@@ -130,13 +130,15 @@ def _support(m: dict[str, Any]) -> int:
 
 def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_start",
          first_of_session: bool = False, now: float, limit: int = MAX_ITEMS,
-         recent_context: str = "") -> list[dict[str, Any]]:
+         recent_context: str = "", new_session: bool | None = None) -> list[dict[str, Any]]:
     """The learned memories a packet for ``prompt`` should carry, best first, each with ``why``.
 
     ``memories`` are the active learned memories in the caller's scope (``store.learned.list``);
     ``entry`` is the recall entry point (turn_start, sub_agent, repair, resume, session_start);
     ``recent_context`` the paths and commands of this session's last ``RECENT_TURNS`` turns (see
-    ``recent_context()``; empty: unknown).
+    ``recent_context()``; empty: unknown); ``new_session`` whether this is the session's first prompt
+    (None: unknown) — a "continue" in the middle of a session goes on with what the agent has in front
+    of it, so the working state answers it only at a session's start.
     """
     active = [m for m in memories if m.get("status") == "active"]
     if not active:
@@ -149,7 +151,7 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
             chosen[m["id"]] = {**m, "why": why, "score": score}
 
     # working state: only when asked to continue, and only the newest fresh one
-    if entry == "resume" or _CONTINUE.search(prompt or ""):
+    if entry == "resume" or (_CONTINUE.search(prompt or "") and new_session is not False):
         states = [m for m in active if m.get("kind") == "working_state"
                   and _age_days(m, now) <= WORKING_STATE_DAYS]
         if states:

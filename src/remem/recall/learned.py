@@ -60,8 +60,8 @@ def pick(ctx: RecallContext, prompt: str, scope: Scope, *, entry: str, project: 
         return []
     if not active:
         return []
-    first = entry == "session_start" or (entry == "turn_start" and not core_shown
-                                         and first_of_session(ctx, scope, session))
-    got = choose(active, prompt, entry=entry, first_of_session=first, now=now,
-                 recent_context=_recent(ctx, scope, session) if not first else "")
+    new = first_of_session(ctx, scope, session) if session and entry == "turn_start" else None
+    first = entry == "session_start" or (entry == "turn_start" and not core_shown and bool(new))
+    got = choose(active, prompt, entry=entry, first_of_session=first, now=now, new_session=new,
+                 recent_context=_recent(ctx, scope, session) if not new else "")
     return [{**m, "layer": m.get("layer") or "L2"} for m in got]
