@@ -62,3 +62,47 @@ def test_probe_files_merge_and_prompts_come_from_the_history(tmp_path: Path) -> 
     assert o["groups"]["author"]["active"]["items"] == o["active"]["items"]   # 'proj' is not a blind project
     assert o["groups"]["blind"]["active"]["items"] == 0
     assert o["per_kind"]["preference"]["items"] == 1
+
+
+def test_the_bench_reads_exports_with_the_products_specstory_parser(tmp_path: Path) -> None:
+    """The harness reads SpecStory through ``sources/specstory.py`` (no copy of its own): turn k is
+    the k-th user header (an empty request counts), and tool calls the export describes in words or
+    only in a fence (v2 ``run_terminal_cmd`` without a summary, ``Edit file: …``) reach the learner
+    as shell commands and edited paths, as the learn job converts synced turns."""
+    import remem.bench.learn as bench
+    from remem.bench.learn import read_project
+
+    assert not hasattr(bench, "specstory_min") and not (Path(bench.__file__).parent / "specstory_min.py").exists()
+    raw = tmp_path / "proj"
+    raw.mkdir()
+    v2 = ("<!-- cursor Session 0b8c2f4e-1111-2222-3333-444455556666 (2025-10-26 05:51Z) -->\n\n"
+          "_**User (2025-10-26 05:51Z)**_\n\nrun the suite\n\n---\n\n_**Agent (model gpt-5, mode Agent)**_\n\n"
+          '<tool-use data-tool-type="bash" data-tool-name="run_terminal_cmd">\n\n```bash\nbun test\n```\n\n'
+          "```\n 12 pass\n 0 fail\n```\n</tool-use>\n\n---\n\n"
+          '<tool-use data-tool-type="write" data-tool-name="search_replace">\n<details><summary>Tool use: '
+          "**search_replace** • Edit file: src/cart/total.ts</summary>\n\n</details>\n</tool-use>\n\n---\n\n"
+          "All green.\n\n---\n\n_**User (2025-10-26 06:00Z)**_\n\n\n\n---\n\n_**User (2025-10-26 06:01Z)**_\n\n"
+          "thanks\n\n---\n\n_**Agent (model gpt-5, mode Agent)**_\n\nYou're welcome.\n")
+    (raw / "2025-10-26_05-51Z-suite.md").write_text(v2, encoding="utf-8")
+    turns = read_project(str(raw), "proj")
+    assert [(t.index, t.request) for t in turns] == [(1, "run the suite"), (2, ""), (3, "thanks")]
+    assert turns[0].id == "2025-10-26_05-51Z-suite.md#1" and turns[0].reply == "All green."
+    shell = [a for a in turns[0].actions if a.tool == "shell"]
+    assert [a.command for a in shell] == ["bun test"] and "12 pass" in shell[0].output
+    assert [a.path for a in turns[0].actions if a.tool == "edit"] == ["src/cart/total.ts"]
+
+
+def test_tool_calls_described_in_words_become_commands_and_paths() -> None:
+    from remem.layers.service import to_action
+
+    run = to_action({"name": "run_terminal_cmd", "input": "Run command: make migrate DATABASE=pg", "output": "ok"})
+    assert (run.tool, run.command) == ("shell", "make migrate DATABASE=pg")
+    assert to_action({"name": "edit_file", "input": "Edit file: src/a.ts"}).path == "src/a.ts"
+    assert to_action({"name": "read_file", "input": "docs/README.md"}).path == "docs/README.md"
+    assert to_action({"name": "read_file", "input": "Read lints for 3 files"}).path == ""      # no path there
+    assert to_action({"name": "Edit", "input": '{"file_path": "x/y.py"}'}).path == "x/y.py"  # JSON as before
+    # Cursor's versioned tool names, the summary line kept in front of the command
+    v2 = to_action({"name": "run_terminal_command_v2",
+                    "input": "Tool use: **run_terminal_command_v2** • Run command: uv run pytest -q"})
+    assert (v2.tool, v2.command) == ("shell", "uv run pytest -q")
+    assert to_action({"name": "read_file_v2", "input": "Read file: /w/app/pyproject.toml"}).path == "/w/app/pyproject.toml"

@@ -193,3 +193,42 @@ def test_ide_problem_lines_and_json_members_are_not_the_users_voice() -> None:
     assert voice == "we should always keep the loops simple in the service layer"
     twice = [T(1, pasted.split("\n")[0], session="a"), T(1, pasted.split("\n")[0], session="b")]
     assert not [m for m in learn(twice) if m.status == "active" and m.kind in ("preference", "convention")]
+
+
+def test_a_projects_own_tools_come_from_its_history_not_a_shared_list() -> None:
+    """A program the project runs or a package it installs anchors a rule (and fills a contrast) in
+    that project only: the shared list holds what every project may name, not one project's stack."""
+    from remem.layers.learn import project_tools
+    from remem.layers.vocab import TOOLS
+
+    for word in ("psbuild", "imgui", "spectre.console", "convex", "clerk"):
+        assert word not in TOOLS
+    sh = [Action(tool="shell", command="cd build && ./psbuild.ps1 -Release", status="ok"),
+          Action(tool="shell", command="dotnet add package Spectre.Console --version 0.49.1", status="ok"),
+          Action(tool="shell", command="npm install @clerk/nextjs@5 zod", status="ok"),
+          Action(tool="shell", command="start . && type notes.txt", status="ok")]
+    tools = project_tools([T(1, "set it up", actions=sh)])
+    assert {"psbuild", "spectre.console", "clerk", "nextjs", "zod"} <= tools
+    assert not {"start", "type", "cd"} & tools            # ordinary words are no program names
+    rule = "Do not call psbuild directly."
+    assert [o for o in rule_observations(T(2, rule)) if o.kind != "correction"] == []   # nothing concrete
+    got = rule_observations(T(2, rule), tools=tools)
+    assert [o.kind for o in got] == ["preference"] and "psbuild" in got[0].data["anchors"]
+    # a contrast between the project's own tools
+    pair = rule_observations(T(3, "use spectre.console instead of the raw console writes"), tools=tools)
+    assert pair and pair[0].text.startswith("Use spectre.console")
+    # and end to end: the project that runs it learns the rule; a project that never ran it does not
+    turns = [T(1, "build it", actions=sh), T(2, rule, session="s2")]
+    assert any(m.text == rule for m in learn(turns))
+    assert not any(m.text == rule for m in learn([T(2, rule, session="s2", project="q")]))
+
+
+def test_a_prohibition_tied_to_a_project_word_is_a_candidate() -> None:
+    """"Tied to a project term": a folder or module name the project's own paths use is enough for a
+    prohibition or an obligation, not only for a generalised statement."""
+    rule = "please do not touch anything in the mockups folder."
+    assert [o for o in rule_observations(T(1, rule)) if o.kind != "correction"] == []
+    got = rule_observations(T(1, rule), vocab=frozenset({"mockups"}))
+    assert [(o.kind, o.polarity) for o in got] == [("convention", -1)] and "mockups" in got[0].data["anchors"]
+    # a plain task request with the same word is still no rule
+    assert rule_observations(T(2, "move the mockups folder into docs"), vocab=frozenset({"mockups"})) == []

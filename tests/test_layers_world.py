@@ -142,3 +142,14 @@ def test_confidence_is_a_beta_posterior_and_rebuild_is_deterministic() -> None:
     a = [m.to_dict() for m in learn(turns)]
     b = [m.to_dict() for m in learn(list(turns))]
     assert a == b and all(d["evidence"] for d in a)
+
+
+def test_any_programs_test_build_or_run_verb_names_its_family() -> None:
+    """No cloud CLI is listed by name: a program followed by a test / build / lint / run verb is that
+    family ("mycli dev" is a run command), other arguments are not ("mycli notes.txt" is just mycli)."""
+    from remem.layers.commands import category, family
+
+    assert family("convex dev --once") == "convex dev" and category("convex dev") == "run"
+    assert family("psbuild build -c Release") == "psbuild build" and category("psbuild build") == "build"
+    assert family("mycli notes.txt") == "mycli" and family("mycli run") == "mycli"   # "run" alone: no verb
+    assert family("dotnet test") == "dotnet test" and family("bun run build") == "bun run build"

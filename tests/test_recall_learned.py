@@ -108,8 +108,22 @@ def test_pick_rules_on_plain_values():
     assert [m["id"] for m in pick(mems, "please run the unit tests", now=now)] == ["a"]
     assert [m["id"] for m in pick(mems, "regenerate the protobuf stubs for the billing service", now=now)] == ["b"]
     assert [m["id"] for m in pick(mems, "continue", now=now)] == ["c"]          # the fresh one only
+    # "continue" in the middle of a session goes on with what the agent has: no working state there
+    assert [m["id"] for m in pick(mems, "continue", now=now, new_session=True)] == ["c"]
+    assert pick(mems, "continue", now=now, new_session=False) == []
+    assert [m["id"] for m in pick(mems, "continue", now=now, entry="resume", new_session=False)] == ["c"]
     assert "b" in [m["id"] for m in pick(mems, "go ahead and implement it", now=now)]   # a reminder
     assert pick(mems, "what is the capital of France?", now=now) == []
+    lint = [{"id": "l", "kind": "fact", "slot": "cmd.lint", "status": "active", "sessions": ["1", "2"],
+             "text": "The lint command is `bun run lint`."},
+            {"id": "p", "kind": "fact", "slot": "pkg.manager", "status": "active", "sessions": ["1", "2"],
+             "text": "The package manager is bun."}]
+    # the data's format and the package a project publishes are no lint or install prompt
+    assert pick(lint, "change the date format in the export to ISO", now=now) == []
+    assert pick(lint, "bump the package version in the metadata", now=now) == []
+    assert [m["id"] for m in pick(lint, "please format the code before committing", now=now)] == ["l"]
+    assert [m["id"] for m in pick(lint, "安装一个日期选择器", now=now)] == ["p"]
+    assert [m["id"] for m in pick(lint, "which package manager do we use here", now=now)] == ["p"]
     # pasted logs are not what the user asks: a test log does not make a prompt about tests
     pasted = "why is the page blank?\n```\nFAILED tests/test_x.py::test_y - AssertionError\n" + "noise line\n" * 50 + "```"
     assert "a" not in [m["id"] for m in pick(mems, pasted, now=now)]
@@ -148,6 +162,15 @@ def test_a_rule_tied_to_what_the_session_just_touched_comes_back():
     # the session worked elsewhere: nothing (a short anchor like "ui" would match "build")
     for ctx in ("src/ui/Button.tsx\nbun run build", "docs/README.md", ""):
         assert pick(mems, "go ahead", now=now, recent_context=ctx) == [], ctx
+    # a project word every file touches ("fiber" in every path) names no one thing, and a substring is
+    # no match; a question about the work asks for an explanation, not a change
+    word = [{"id": "w", "kind": "preference", "status": "active", "sessions": ["1"],
+             "text": "Organise the fibers output by fiber.", "data": {"anchors": ["fiber", "fibers"]}}]
+    assert pick(word, "go ahead", now=now, recent_context="src/fiber/manager.ts\nsrc/commands/fibers/index.ts") == []
+    assert pick(mems, "go ahead", now=now, recent_context="src/api/generated.tsx") == []
+    assert pick(mems, "does this replace the old generator?", now=now,
+                recent_context="src/api/generated.ts") == []
+    assert [m["id"] for m in pick(mems, "ok, now the footer", now=now, recent_context="api/generated.ts")] == ["gen"]
 
 
 def test_turn_start_brings_the_rule_for_the_file_the_session_just_edited(mem):
@@ -169,3 +192,17 @@ def test_turn_start_brings_the_rule_for_the_file_the_session_just_edited(mem):
     assert rule[0]["id"] in [i.get("id") for i in got]
     other = learned_items(mem.turn_start("ok go ahead", project=PROJECT, session="work-2"))
     assert rule[0]["id"] not in [i.get("id") for i in other]
+
+
+def test_continue_gets_the_working_state_at_a_sessions_start_not_in_its_middle(mem):
+    """Through the recall entry with the session known: a new session's "continue" gets the newest
+    working state; the same word in a session that already has turns goes on with what the agent
+    has in front of it (no working state)."""
+    from learned_data import DAY, T0
+    from remem.recall import entry
+
+    now = T0 + 3 * DAY + 3600      # an hour after the last session: its working state is fresh
+    fresh = entry.turn_start(mem.recall, "continue", mem.scope(), project=PROJECT, session="brand-new", now=now)
+    assert [i["kind"] for i in learned_items(fresh) if i["why"] == "resume"] == ["working_state"]
+    middle = entry.turn_start(mem.recall, "continue", mem.scope(), project=PROJECT, session="s4", now=now)
+    assert not [i for i in learned_items(middle) if i["kind"] == "working_state"], middle["items"]

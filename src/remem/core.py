@@ -211,14 +211,26 @@ class Remem:
 
     def turn_start(self, prompt: str, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                    project: str | None = None, budget: int | None = None,
-                   scope: Scope | None = None, session: str | None = None) -> dict[str, Any]:
+                   scope: Scope | None = None, session: str | None = None,
+                   core_shown: bool = False) -> dict[str, Any]:
         """The packet an agent receives before it answers ``prompt``: {"text", "items", ...}.
         ``agent`` reads as that agent (its owners); ``project`` ranks that project's memories higher
         and brings its learned memories; ``session`` (the agent's session id) lets the project's core
-        facts come with a session's first prompt."""
+        facts come with a session's first prompt — unless ``core_shown``: the session's start context
+        (:meth:`session_start`) already carried them."""
         entry, ctx = self._recall_entries(), self.recall
         return entry.turn_start(ctx, prompt, self._read_as(owner, agent, scope), project=project,
-                                budget=int(budget or ctx.settings.token_budget), session=session)
+                                budget=int(budget or ctx.settings.token_budget), session=session,
+                                core_shown=core_shown)
+
+    def session_start(self, *, project: str | None, owner: str | builtins.list[str] | None = None,
+                      agent: str | None = None, budget: int | None = None,
+                      scope: Scope | None = None) -> dict[str, Any]:
+        """The project's core facts (commands, package manager, ≤ 3 must-follow rules) for a session's
+        start context: {"text", "items", ...}, empty text when nothing is learned (recall/entry.py)."""
+        entry, ctx = self._recall_entries(), self.recall
+        return entry.session_start(ctx, self._read_as(owner, agent, scope), project=project,
+                                   budget=int(budget or ctx.settings.token_budget))
 
     def sub_agent(self, task: str, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                   project: str | None = None, budget: int | None = None,

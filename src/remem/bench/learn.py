@@ -2,7 +2,8 @@
 """Learning benchmark on the derive-dev split: extraction precision / recall and the world model.
 
 Reads each project's SpecStory sessions at run time (``raw/<id>/*.md``, the README's turn-numbering
-contract), runs ``remem.layers.learn`` over them in time order and compares with label files in the
+contract) with the product's own parser (``sources/specstory.py``, what ``remem sync`` reads, its
+tool calls converted as the learn job converts stored ones: ``layers.service.to_action``), runs ``remem.layers.learn`` over them in time order and compares with label files in the
 derive-dev schema (``--labels DIR``, one ``<project>.json`` each; ``_world`` holds the expected
 world-model slots). A learned memory matches a label item when their kinds are compatible (rules:
 preference / convention / decision; fact; procedure) and they cite a common (session, turn), or,
@@ -33,7 +34,6 @@ from typing import Any
 
 from ..layers import learn
 from ..layers.types import Memory, Turn
-from .specstory_min import read_project
 
 RULE_GROUP = ("preference", "convention", "decision", "correction")
 WORLD_SLOTS = ("cmd.test", "cmd.build", "cmd.run", "cmd.lint", "pkg.manager")
@@ -44,6 +44,37 @@ BLIND = ("blastmerge", "semantics", "pokerswound", "schema")
 TUNE = ("chitin", "blastmerge", "pokerswound", "ttc", "ypos", "alpamayo")
 HELDOUT = ("semantics", "schema", "coder", "appdatastorage", "imguiwidgets")
 GROUPS = {"blind": BLIND, "author": None, "tune": TUNE, "heldout": HELDOUT}
+
+
+def sessions(project_dir: str) -> list[str]:
+    """The project's session files in contract order (top-level ``*.md``, byte-wise by name)."""
+    return sorted((f for f in os.listdir(project_dir) if f.endswith(".md")
+                   and os.path.isfile(os.path.join(project_dir, f))), key=lambda s: s.encode("utf-8"))
+
+
+def read_project(project_dir: str, project: str | None = None) -> list[Turn]:
+    """A project's sessions as the learner's turns, through the SpecStory source: turn *k* of a session
+    is its *k*-th user header (empty requests count, so labels' (session, turn) references hold),
+    its reply the last assistant text (as turn assembly keeps it), its tool calls every call of the
+    assistant messages up to the next user header."""
+    from ..layers.service import to_action
+    from ..sources.specstory import parse
+
+    project = project or os.path.basename(os.path.normpath(project_dir))
+    out: list[Turn] = []
+    for name in sessions(project_dir):
+        with open(os.path.join(project_dir, name), "rb") as f:
+            messages = parse(f.read(), name, project=project)
+        by_turn: dict[int, list[Any]] = {}
+        for m in messages:
+            by_turn.setdefault(int(m.extra.get("turn") or 0), []).append(m)
+        for k in sorted(t for t in by_turn if t >= 1):
+            user, rest = by_turn[k][0], by_turn[k][1:]
+            texts = [m.text for m in rest if m.role == "assistant" and m.text.strip()]
+            calls = [c.to_dict() for m in rest for c in m.tool_calls]
+            out.append(Turn(id=f"{name}#{k}", session=name, request=user.text, reply=texts[-1] if texts else "",
+                            actions=[to_action(c) for c in calls], project=project, ts=user.ts, index=k))
+    return out
 
 
 def load_labels(labels_dir: str, project: str) -> dict[str, Any] | None:

@@ -30,8 +30,7 @@ from typing import Any
 from ..layers.learn import learn
 from ..layers.select import RECENT_TURNS, pick, recent_context
 from ..layers.types import Memory, Turn
-from .learn import matches
-from .specstory_min import read_project
+from .learn import matches, read_project
 
 KINDS = ("need_point", "later_task", "negative", "negative_prompt_matched")
 
@@ -68,7 +67,7 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
     per: dict[str, Any] = {}
     tot: dict[str, Any] = {"need_point": [0, 0], "later_task": [0, 0], "negative": [0, 0],
                            "negative_prompt_matched": [0, 0], "items": 0,
-                           "probes": 0, "bad_prompt": 0, "learn_s": 0.0}
+                           "probes": 0, "bad_prompt": 0, "learn_s": 0.0, "negative_why": {}}
     for p in names:
         items, probes = _labels(labels_dir, p)
         if not probes:
@@ -101,7 +100,7 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
             ctx = recent_context(a for t in turns[max(0, pos - RECENT_TURNS):pos] if t.session == b["session"]
                                  for a in t.actions)
             picked = pick(active, prompt, first_of_session=first and core_at == "prompt", now=now,
-                          recent_context=ctx)
+                          new_session=first, recent_context=ctx)
             pinned: list[Memory] = []
             if core_at == "session_start":
                 if b["session"] not in starts:
@@ -119,6 +118,8 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
                 continue
             row[kind][1] += 1
             if kind == "negative":
+                for x in picked:        # why the items of unrelated prompts came in (slot, words, …)
+                    tot["negative_why"][x["why"]] = tot["negative_why"].get(x["why"], 0) + 1
                 row[kind][0] += bool(picked)
                 row["negative_prompt_matched"][0] += any(x["why"] != "core" for x in picked)
                 row["negative_prompt_matched"][1] += 1
@@ -150,6 +151,7 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
                         "later_task_coverage": rate(tot["later_task"]), "later_tasks": tot["later_task"][1],
                         "false_injection": rate(tot["negative"]), "negatives": tot["negative"][1],
                         "false_injection_prompt_matched": rate(tot["negative_prompt_matched"]),
+                        "negative_items_by_why": dict(sorted(tot["negative_why"].items())),
                         "learned_items_per_probe": round(tot["items"] / tot["probes"], 2) if tot["probes"] else None,
                         "probes_unreadable": tot["bad_prompt"], "learn_seconds": round(tot["learn_s"], 1),
                         "core_at": core_at},

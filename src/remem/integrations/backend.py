@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 # REST paths on the daemon (server/routes owns them; a 404 simply means "use the fallback")
 ENDPOINTS = {
     "recall": "/api/v1/recall/turn-start",     # {prompt, agent, project} -> packet {text, items}
+    "session_start": "/api/v1/recall/session-start",   # {agent, project} -> core facts {text, items}
     "capture": "/api/v1/turns",                # {turns: [...], live: true} -> {results: [...]}
     "search": "/api/v1/memories/search",       # ?q=&k=&project=&agent= -> {results: [...]}
 }
@@ -131,17 +132,31 @@ class Backend:
         return list(dict.fromkeys([self.owner_for(agent), *(str(o) for o in extra)]))
 
     # -- operations ----------------------------------------------------------------------
-    def recall(self, prompt: str, *, agent: str, project: str, session_id: str = "") -> dict[str, Any]:
-        """The turn-start packet: {"text": str, "items": [...]} ("" text when nothing fits)."""
+    def recall(self, prompt: str, *, agent: str, project: str, session_id: str = "",
+               core_shown: bool = False) -> dict[str, Any]:
+        """The turn-start packet: {"text": str, "items": [...]} ("" text when nothing fits).
+        ``core_shown``: this session's start context carried the core facts (:meth:`session_start`)."""
         try:
             got = self._daemon("POST", "recall", {"prompt": prompt, "agent": agent, "project": project,
-                                                  "session_id": session_id})
+                                                  "session_id": session_id, "core_shown": core_shown})
             if isinstance(got, dict) and isinstance(got.get("text"), str):
                 return got
         except DaemonUnavailable:
             pass
         self.via = "local"
-        return self.mem.turn_start(prompt, agent=agent, project=project or None, session=session_id or None)
+        return self.mem.turn_start(prompt, agent=agent, project=project or None, session=session_id or None,
+                                   core_shown=core_shown)
+
+    def session_start(self, *, agent: str, project: str) -> dict[str, Any]:
+        """The project's core facts for the session's start context: {"text": str, "items": [...]}."""
+        try:
+            got = self._daemon("POST", "session_start", {"agent": agent, "project": project})
+            if isinstance(got, dict) and isinstance(got.get("text"), str):
+                return got
+        except DaemonUnavailable:
+            pass
+        self.via = "local"
+        return self.mem.session_start(project=project or None, agent=agent)
 
     def capture(self, turns: list[TurnIn]) -> list[dict[str, Any]]:
         if not turns:

@@ -320,11 +320,27 @@ class Handler:
             state.prune(self.home)
         if self.ev.agent not in SESSION_CONTEXT_AGENTS or not self.ev.cwd:
             return ""
-        if not self.b.settings.get("hooks.session_digest"):
+        parts = []
+        if self.b.settings.get("hooks.session_digest"):
+            items = [t for t in self.b.recent(self.ev.cwd, limit=DIGEST_ITEMS + 1, as_agent=self.ev.agent)
+                     if t.get("session_id") != self.ev.session_id][:DIGEST_ITEMS]
+            parts.append(render.session_digest(items, self.ev.cwd))
+        parts.append(self._core_facts())
+        return self.answer("\n".join(p for p in parts if p))
+
+    def _core_facts(self) -> str:
+        """The project's core facts (commands, package manager, ≤ 3 must-follow rules) for the
+        session's start context, once per session: the session's state remembers that they were
+        given, so its first prompt's packet leaves them out (``core_shown``). A failure here leaves
+        the state unmarked: the first prompt then carries them as agents without a session start do."""
+        try:
+            text = str(self.b.session_start(agent=self.ev.agent, project=self.ev.cwd).get("text") or "")
+        except Exception as e:  # noqa: BLE001 - the digest still helps; the first prompt carries them
+            log.write(self.home, "warn", f"{self.ev.agent} session-start core facts failed: {type(e).__name__}: {e}")
             return ""
-        items = [t for t in self.b.recent(self.ev.cwd, limit=DIGEST_ITEMS + 1, as_agent=self.ev.agent)
-                 if t.get("session_id") != self.ev.session_id][:DIGEST_ITEMS]
-        return self.answer(render.session_digest(items, self.ev.cwd))
+        with self.state() as st:
+            st["core_shown"] = True
+        return text
 
     def on_session_end(self) -> str:
         now = time.time()
@@ -378,7 +394,9 @@ class Handler:
             st["fails"] = {}
             st.pop("reply", None)
             pending = dict(st["pending"])
-        packet = self.b.recall(recall_query(ev.prompt), agent=ev.agent, project=ev.cwd, session_id=ev.session_id)
+            core_shown = bool(st.get("core_shown"))
+        packet = self.b.recall(recall_query(ev.prompt), agent=ev.agent, project=ev.cwd, session_id=ev.session_id,
+                               core_shown=core_shown)
         if not pending.get("skip"):
             # store the request now, so a turn the agent never finishes is not lost
             self.b.capture([self._turn(pending, reply="", tools=[], status="cancelled", open_=True)])

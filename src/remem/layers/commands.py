@@ -16,9 +16,10 @@ _NOISE = frozenset(("cd", "eval", "export", "set", "source", ".", "echo", "sleep
                     "cat", "type", "pwd", "mkdir", "rm", "del", "cp", "mv", "touch", "set-location",
                     "get-childitem", "write-host", "head", "tail", "grep", "find", "which", "where", "timeout",
                     "start-sleep", "true", "false", "exit", "sudo", "time", "git", "chmod", "open", "code"))
+NOISE = _NOISE             # programs that set up, move around or print: no tool of the project
 _RUNNERS = frozenset(("npm", "pnpm", "yarn", "bun", "uv", "poetry", "pipenv", "npx", "bunx", "pnpx", "deno"))
 _SUBCMD_TOOLS = frozenset(("dotnet", "cargo", "go", "make", "docker", "gradle", "mvn", "mix", "swift", "flutter",
-                           "kubectl", "terraform", "nx", "turbo", "convex", "vercel", "supabase", "pip", "pip3",
+                           "kubectl", "terraform", "nx", "turbo", "pip", "pip3",
                            "conda", "brew", "gh", "next", "vite", "tsc", "jest", "vitest", "pytest", "ruff",
                            "eslint", "prettier", "mypy"))
 _ENV = re.compile(r"^[A-Z_][A-Z0-9_]*=")
@@ -28,6 +29,7 @@ LINT_WORDS = frozenset(("lint", "eslint", "ruff", "flake8", "pylint", "format", 
                         "typecheck", "check"))
 RUN_WORDS = frozenset(("run", "start", "dev", "serve", "watch", "preview"))
 INSTALL_WORDS = frozenset(("install", "add", "ci", "i", "sync", "restore", "remove", "uninstall"))
+_VERBS = (TEST_WORDS | BUILD_WORDS | LINT_WORDS | RUN_WORDS) - {"run"}
 _FAIL = re.compile(
     r"\b(?:[1-9]\d* (?:fail|failed|failing|failures?|errors?)\b|FAIL(?:ED)?\b|Failed!|Build FAILED|npm ERR!|"
     r"command not found|not recognized as|No such file or directory|exit (?:code|status) [1-9]|"
@@ -71,6 +73,8 @@ def family(segment: str) -> str:
     if w[0] in _SUBCMD_TOOLS and len(w) >= 2 and not w[1].startswith("-") and "/" not in w[1] \
             and "\\" not in w[1] and "." not in w[1]:
         return f"{w[0]} {w[1]}"
+    if len(w) >= 2 and w[1].lower() in _VERBS:
+        return f"{w[0]} {w[1].lower()}"     # any other program's test / build / run verb: "mycli dev"
     return w[0]
 
 

@@ -12,6 +12,7 @@ import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from functools import lru_cache
 
 from .lifecycle import fold, resolve
 from .procedures import procedure_observations
@@ -33,6 +34,60 @@ def project_vocab(turns: Iterable[Turn]) -> frozenset[str]:
             for w in _WORD.findall((a.path + " " + a.command).lower().replace("\\", "/")):
                 words[w] += 1
     return frozenset(w for w, n in words.items() if n >= 3 and w not in _COMMON)
+
+
+PROGRAM_RARITY = 0.6     # reference weight of a program's name (recall.coverage): rare words only
+_PROGRAM = re.compile(r"^[a-z][a-z0-9_.+-]{1,40}$")
+_INSTALL = re.compile(r"^(?:npm|pnpm|yarn|bun|uv|pip|pip3|poetry|cargo|gem|composer|go)\s+(?:install|add|i|get)\s+(.+)$|"
+                      r"^dotnet\s+add\s+(?:\S+\s+)?package\s+(\S+)", re.I)
+_DIGITS = re.compile(r"\d{3}")          # "ide0007", "nu1602": a code pasted as a command, no program
+_VERSION = re.compile(r"(?<=.)[@=<>~^!]=?.*$")
+
+
+def _package_names(arg: str) -> set[str]:
+    """Package names of an install command's arguments: ``@scope/name@1.2`` → scope and name,
+    ``Foo.Bar==2`` → ``foo.bar``; flags and paths are not packages."""
+    out: set[str] = set()
+    for a in arg.split():
+        if a.startswith("-") or a.startswith((".", "/", "\\")) or "://" in a:
+            continue
+        a = _VERSION.sub("", a.strip("'\"")).lower()
+        for part in a.lstrip("@").split("/")[:2] if a.startswith("@") else [a]:
+            if _PROGRAM.match(part) and len(part) >= 3:
+                out.add(part)
+    return out
+
+
+def project_tools(turns: Iterable[Turn]) -> frozenset[str]:
+    """The project's own tools, from its history: the programs its shell commands run and the packages
+    it installs (``npm install``, ``dotnet add package``, ``pip install``, …). A rule about one of them
+    ("never call psbuild directly", "use Spectre.Console for the prompts") is tied to something
+    concrete in this project, as a rule about bun is anywhere; the shared list (``vocab.TOOLS``)
+    holds only what every project may name."""
+    out: set[str] = set()
+    for t in turns:
+        for a in t.actions:
+            if a.command:
+                out.update(_command_tools(a.command))
+    return frozenset(out - _COMMON)
+
+
+@lru_cache(maxsize=8192)
+def _command_tools(command: str) -> frozenset[str]:
+    from ..recall.coverage import reference_weight
+    from .commands import NOISE, segments
+
+    out: set[str] = set()
+    for seg in segments(command):
+        head = seg.split()[0].lower().replace("\\", "/").rsplit("/", 1)[-1]
+        head = re.sub(r"\.(?:exe|cmd|bat|ps1|sh)$", "", head).rstrip(".")
+        if _PROGRAM.match(head) and len(head) >= 3 and not _DIGITS.search(head) and head not in NOISE \
+                and reference_weight(head) >= PROGRAM_RARITY:
+            out.add(head)      # not "start", "test" or "type": a word that names a program
+        m = _INSTALL.match(seg)
+        if m:
+            out |= _package_names(m.group(1) or m.group(2) or "")
+    return frozenset(out)
 
 
 def _time_order(turns: list[Turn]) -> list[Turn]:
@@ -64,12 +119,13 @@ def observe(turns: list[Turn]) -> list[Observation]:
     """Every extractor over the turns of one project, in time order."""
     turns = dedup_exports(turns)
     vocab = project_vocab(turns)
+    tools = project_tools(turns)
     obs: list[Observation] = []
     by_session: dict[str, list[Turn]] = defaultdict(list)
     prev: Turn | None = None
     for t in turns:
         same = prev is not None and prev.session == t.session
-        obs.extend(rule_observations(t, prev if same else None, vocab))
+        obs.extend(rule_observations(t, prev if same else None, vocab, tools))
         by_session[t.session].append(t)
         prev = t
     for sess in by_session.values():

@@ -96,12 +96,13 @@ def _hash(*parts: str) -> str:
     return hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:12]
 
 
-def anchors(sentence: str, vocab: frozenset[str] = frozenset()) -> set[str]:
-    """The concrete things a sentence is tied to: tools, `code`, paths, identifiers, project words."""
+def anchors(sentence: str, vocab: frozenset[str] = frozenset(), tools: frozenset[str] = frozenset()) -> set[str]:
+    """The concrete things a sentence is tied to: tools (the shared list and the project's own,
+    ``tools``), `code`, paths, identifiers, project words."""
     low = sentence.lower()
     found = {m.lower() for m in _CODE.findall(sentence)}
     found |= {p.lower() for p in _PATHISH.findall(sentence)}
-    found |= {w for w in re.findall(r"[a-z][\w.+-]*", low) if w in TOOLS}
+    found |= {w for w in (x.rstrip(".") for x in re.findall(r"[a-z][\w.+-]*", low)) if w in TOOLS or w in tools}
     found |= {i.lower() for i in _IDENT.findall(_CODE.sub(" ", sentence)) if len(i) > 2}
     if vocab:
         found |= {w for w in re.findall(r"[a-z][\w-]{3,}", low) if w in vocab}
@@ -116,7 +117,8 @@ def _rule_kind(sentence: str) -> str:
     return "convention" if _CONVENTION.search(sentence) else "preference"
 
 
-def _contrast(sentence: str) -> tuple[str, str] | None:
+def _contrast(sentence: str, tools: frozenset[str] = frozenset()) -> tuple[str, str] | None:
+    known = TOOLS | tools
     for pat in _CONTRAST_EN:
         m = pat.search(sentence)
         if m:
@@ -125,9 +127,9 @@ def _contrast(sentence: str) -> tuple[str, str] | None:
                 x, y = y, x
             x = x.split()[-1] if x.split()[0].lower() in ("with", "the", "a", "only") else x
             codes = [c.strip() for c in _CODE.findall(sentence)]
-            if x.lower() not in TOOLS and len(codes) >= 2 and y in codes and codes[0] != y:
+            if x.lower() not in known and len(codes) >= 2 and y in codes and codes[0] != y:
                 x = codes[0]            # "`bun` is always used instead of `node`"
-            if x.lower() in TOOLS or ("`" in m.group(0) and x.lower() not in STOP):
+            if x.lower() in known or ("`" in m.group(0) and x.lower() not in STOP):
                 return x, y
     for pat in _CONTRAST_ZH:
         m = pat.search(sentence)
@@ -169,9 +171,11 @@ def is_correction(voice: str) -> bool:
     return bool(_CORRECTION_EN.match(head) or _CORRECTION_ZH.match(head))
 
 
-def rule_observations(turn: Turn, prev: Turn | None = None,
-                      vocab: frozenset[str] = frozenset()) -> list[Observation]:
-    """Rules (preference / convention), corrections and decisions stated in one user turn."""
+def rule_observations(turn: Turn, prev: Turn | None = None, vocab: frozenset[str] = frozenset(),
+                      tools: frozenset[str] = frozenset()) -> list[Observation]:
+    """Rules (preference / convention), corrections and decisions stated in one user turn. ``vocab``:
+    the project's words (``learn.project_vocab``); ``tools``: its own programs and packages
+    (``learn.project_tools``)."""
     voice = user_voice(turn.request)
     if not voice:
         return []
@@ -185,7 +189,7 @@ def rule_observations(turn: Turn, prev: Turn | None = None,
             continue                     # shouting, not a rule
         general = _general(s)
         cue = bool(MEMORY_CUES_EN.search(s) or MEMORY_CUES_ZH.search(s))
-        pair = _contrast(s)
+        pair = _contrast(s, tools)
         if pair:
             x, y = (w.split()[-1] if w.split()[0].lower() in ("with", "the", "a", "only") else w for w in pair)
             slot = slot_for(x, y)
@@ -208,9 +212,12 @@ def rule_observations(turn: Turn, prev: Turn | None = None,
         want = _WANT_EN.search(s) or _WANT_ZH.search(s)
         prohibit = _PROHIBIT_EN.search(s) or _PROHIBIT_ZH.search(s) or (want and _DISLIKE.search(s))
         oblige = _OBLIGE_EN.search(s) or _OBLIGE_ZH.search(s) or want
-        anc = anchors(s)            # tools, `code`, paths, identifiers
-        if not anc and (general or cue):
-            anc = anchors(s, vocab)  # a project word is enough when the user generalises
+        anc = anchors(s, tools=tools)     # tools, `code`, paths, identifiers
+        strict = bool(_PROHIBIT_EN.search(s) or _PROHIBIT_ZH.search(s) or _OBLIGE_EN.search(s) or _OBLIGE_ZH.search(s))
+        if not anc and (general or cue or strict):
+            # a project word is enough when the user generalises, prohibits or obliges ("you should
+            # not be moving anything from the prototypes directory": the project's own folder)
+            anc = anchors(s, vocab, tools)
         n_terms = len(terms(s))
         if (prohibit or oblige or cue) and n_terms >= MIN_RULE_TERMS and \
                 (anc or general or cue or n_terms >= MIN_LOOSE_TERMS):

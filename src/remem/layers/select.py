@@ -9,7 +9,8 @@ be named, and every picked item says which:
                 the package manager, "build" → the build command (``SLOT_CUES``);
 * ``signature`` the prompt carries the error signature a procedure was learned for;
 * ``words``     the prompt shares informative words with the memory: at least two distinct words
-                whose combined weight (reference IDF, ``recall.coverage``) clears ``MIN_WORDS_WEIGHT``,
+                whose combined weight (``recall.coverage.reference_weight``, the one word weight of
+                the packet gate, the search floor and this channel) clears ``MIN_WORDS_WEIGHT``,
                 or one identifier-like word (a path, a dotted or snake_case name, a tool the memory
                 is about) — common words ("please", "fix", "file") weigh nothing;
 * ``core``      the project's core facts and ≤ 3 must-follow rules, once per session (the first
@@ -31,12 +32,12 @@ active ones only; ``pick`` checks again).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..ingest.signatures import error_signatures
+from ..recall.coverage import reference_weight
 from ..text.cjk import RUN
 
 WORKING_STATE_DAYS = 7
@@ -52,14 +53,21 @@ MIN_ANCHOR = 4           # an anchor shorter than this ("ui", "db") matches too 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+#/-]*[A-Za-z0-9+#]|[A-Za-z]")
 _CJK_RUN = RUN
 _IDENT = re.compile(r"[./_]|[a-z][A-Z]|\d")
+_TOUCHED = re.compile(r"[\w.@/+-]+")     # the words of the paths and commands a session touched
+# a question about the work ("does this replace the old system?") asks for an explanation, not a change:
+# the rules of the files it touched are no reason to speak up
+_QUESTION = re.compile(r"[?？]\s*$")
 
 SLOT_CUES: dict[str, re.Pattern[str]] = {
     "cmd.test": re.compile(r"\b(tests?|testing|pytest|jest|vitest|spec|unit[- ]tests?)\b|测试|单测", re.I),
     "cmd.build": re.compile(r"\b(build|builds|compile|compiles|bundle)\b|编译|构建|打包", re.I),
     "cmd.run": re.compile(r"\b(run (it|the app|the server|locally)|start (it|the app|the server)|dev server|"
                           r"launch|serve)\b|运行|启动", re.I),
-    "cmd.lint": re.compile(r"\b(lint|linter|format|formatter|formatting)\b|格式化|代码风格", re.I),
-    "pkg.manager": re.compile(r"\b(install|installs|dependency|dependencies|package|packages|add (a |the )?"
+    # "format" alone is mostly about data ("the date format", "output format"): the code's format only
+    "cmd.lint": re.compile(r"\b(lint|linting|linter|formatter|code style|(?:format|reformat)(?:ting)? (?:the |this |all "
+                           r"|our |my )?(?:code|files?|project|solution|sources?))\b|格式化代码|代码风格|代码格式", re.I),
+    # "package" alone is mostly what a project publishes ("the package metadata"): installing one only
+    "pkg.manager": re.compile(r"\b(install|installs|installing|dependency|dependencies|package manager|add (a |the )?"
                               r"(lib|library|package|dep)|npm|yarn|pnpm|bun|pip|uv|poetry|nuget)\b|依赖|安装",
                               re.I),
     "tool.js_runtime": re.compile(r"\b(node|nodejs|bun|deno|npm|npx|bunx|script|scripts)\b", re.I),
@@ -93,13 +101,12 @@ def terms(text: str) -> set[str]:
     return out
 
 
-def _weight(word: str) -> float:
-    """Reference IDF in [0, 1] (rare technical words weigh ~1, everyday ones ~0)."""
-    from ..recall.coverage import reference, stem
+def _specific(anchor: str) -> bool:
+    """An anchor that names one thing (a path, a dotted / snake_case / camelCase name, a tool), not
+    a project word such as "core" or "fiber" that every file of the project touches."""
+    from .vocab import TOOLS
 
-    n, df = reference()
-    f = df.get(word) or df.get(stem(word)) or 0
-    return max(0.0, min(1.0, math.log((n + 1) / (f + 1)) / math.log(n + 1)))
+    return len(anchor) >= MIN_ANCHOR and (bool(_IDENT.search(anchor)) or anchor in TOOLS)
 
 
 def _identifier(word: str) -> bool:
@@ -123,13 +130,15 @@ def _support(m: dict[str, Any]) -> int:
 
 def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_start",
          first_of_session: bool = False, now: float, limit: int = MAX_ITEMS,
-         recent_context: str = "") -> list[dict[str, Any]]:
+         recent_context: str = "", new_session: bool | None = None) -> list[dict[str, Any]]:
     """The learned memories a packet for ``prompt`` should carry, best first, each with ``why``.
 
     ``memories`` are the active learned memories in the caller's scope (``store.learned.list``);
     ``entry`` is the recall entry point (turn_start, sub_agent, repair, resume, session_start);
     ``recent_context`` the paths and commands of this session's last ``RECENT_TURNS`` turns (see
-    ``recent_context()``; empty: unknown).
+    ``recent_context()``; empty: unknown); ``new_session`` whether this is the session's first prompt
+    (None: unknown) — a "continue" in the middle of a session goes on with what the agent has in front
+    of it, so the working state answers it only at a session's start.
     """
     active = [m for m in memories if m.get("status") == "active"]
     if not active:
@@ -142,7 +151,7 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
             chosen[m["id"]] = {**m, "why": why, "score": score}
 
     # working state: only when asked to continue, and only the newest fresh one
-    if entry == "resume" or _CONTINUE.search(prompt or ""):
+    if entry == "resume" or (_CONTINUE.search(prompt or "") and new_session is not False):
         states = [m for m in active if m.get("kind") == "working_state"
                   and _age_days(m, now) <= WORKING_STATE_DAYS]
         if states:
@@ -171,11 +180,14 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
                       key=lambda m: (-_support(m), -float(m.get("confidence") or 0)))
         for m in must[:REMINDERS]:
             take(m, "reminder", 1.2 + float(m.get("confidence") or 0))
-    if recent_context:
-        touched = recent_context.lower()
+    if recent_context and not _QUESTION.search(text):
+        touched = {w.strip("./-") for w in _TOUCHED.findall(recent_context.lower().replace("\\", "/"))}
+        names = {w.rsplit("/", 1)[-1] for w in touched}      # a file by its name: paths differ in their root
         for m in rest:
-            anc = [str(a).lower() for a in (m.get("data") or {}).get("anchors") or () if len(str(a)) >= MIN_ANCHOR]
-            if m.get("kind") in RULE_KINDS and any(a in touched for a in anc):
+            anc = [a.strip("./-") for a in (str(x).lower() for x in (m.get("data") or {}).get("anchors") or ())
+                   if _specific(a)]
+            if m.get("kind") in RULE_KINDS and any(a in touched or a in names
+                                                    or ("." in a and a.rsplit("/", 1)[-1] in names) for a in anc):
                 take(m, "context", 1.05 + float(m.get("confidence") or 0))
     for m in rest:
         slot = str(m.get("slot") or "")
@@ -194,7 +206,7 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
         if not shared:
             continue
         ident = [w for w in shared if _identifier(w)]
-        weight = sum(_weight(w) for w in shared)
+        weight = sum(reference_weight(w) for w in shared)
         if ident or (len(shared) >= 2 and weight >= MIN_WORDS_WEIGHT):
             take(m, "words", 1.0 + weight / 4 + float(m.get("confidence") or 0))
 

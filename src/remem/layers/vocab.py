@@ -18,11 +18,14 @@ SLOT_TOOLS: dict[str, tuple[str, ...]] = {
     "tool.linter": ("eslint", "ruff", "flake8", "pylint", "prettier", "black", "biome"),
     "tool.vcs": ("git", "svn", "hg"),
 }
+# Tools, runtimes and platforms any project may name. The frameworks, libraries and programs of one
+# project (its UI toolkit, its hosted backend, a build script of its own) are not listed here: they
+# are read from the project's own history (``learn.project_tools``: the programs its commands run and
+# the packages it installs) and passed to the extractors with the project's turns.
 TOOLS = frozenset(t for ts in SLOT_TOOLS.values() for t in ts) | frozenset((
     "npx", "docker", "kubectl", "make", "cmake", "gradle", "maven", "mvn", "tsc", "python", "python3",
-    "java", "rustc", "gcc", "clang", "typescript", "react", "next.js", "nextjs", "supabase", "vercel",
-    "tailwind", "shadcn", "prisma", "convex", "clerk", "spectre.console", "imgui", "psbuild",
-    "github", "gh", "winget", "jupyter", "notebook", "conda", "venv", "redis", "postgres", "sqlite",
+    "java", "rustc", "gcc", "clang", "typescript", "github", "gh", "winget", "jupyter", "venv",
+    "redis", "postgres", "sqlite",
 ))
 
 GENERALISERS_EN = re.compile(

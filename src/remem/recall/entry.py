@@ -12,6 +12,10 @@ sub_agent   5      1200    penalised  like turn_start, narrower: a sub-agent's t
 repair      5      1500    wanted     same error signature first, each with what fixed it
 resume      5 / 1  3000    shown      no session: up to 5 candidate episodes; with one: it in full
 ==========  =====  ======  =========  ======================================================
+
+``session_start`` is not a search: it carries the project's core facts (commands, package manager,
+≤ 3 must-follow rules) for an agent's SessionStart context, once per session; the first prompt of a
+session whose start showed them leaves them out (``turn_start(..., core_shown=True)``).
 """
 
 from __future__ import annotations
@@ -65,15 +69,16 @@ def _items(ctx: RecallContext, scope: Scope, ranked: Ranked, order: list[tuple[s
 
 
 def _packet(ctx: RecallContext, prompt: str, scope: Scope, *, entry: str, project: str | None, budget: int | None,
-            cfg: RecallConfig, now: float | None = None, session: str | None = None) -> dict[str, Any]:
+            cfg: RecallConfig, now: float | None = None, session: str | None = None,
+            core_shown: bool = False) -> dict[str, Any]:
     d = DEFAULTS[entry]
     now = ctx.now() if now is None else now
     budget = pk.clamp_budget(budget or d["budget"])
     base = {"entry": entry, "budget": budget, "prompt": prompt}
     if not prompt.strip() or _TRIVIAL.match(prompt):
         # no past turns for "ok" / "continue"; a fresh working state still answers "continue"
-        picked = learned.pick(ctx, prompt, scope, entry=entry, project=project, session=session, now=now) \
-            if prompt.strip() else []
+        picked = learned.pick(ctx, prompt, scope, entry=entry, project=project, session=session, now=now,
+                              core_shown=core_shown) if prompt.strip() else []
         if picked:
             text, kept, tokens = pk.render([], budget=budget, now=now, learned=picked)
             return {**base, "text": text, "items": kept, "tokens": tokens, "stats": {}}
@@ -93,7 +98,8 @@ def _packet(ctx: RecallContext, prompt: str, scope: Scope, *, entry: str, projec
         order = sorted(boosted, key=lambda x: -x[1])
     items = _distinct(_items(ctx, scope, ranked, order, rows))[: d["k"]]
     _attach_fixes(ctx, scope, items)
-    picked = learned.pick(ctx, prompt, scope, entry=entry, project=project, session=session, now=now)
+    picked = learned.pick(ctx, prompt, scope, entry=entry, project=project, session=session, now=now,
+                          core_shown=core_shown)
     text, kept, tokens = pk.render(items, budget=budget, now=now, learned=picked)
     turns = [i["id"] for i in kept if i.get("layer") == "L1"]
     if turns:
@@ -130,11 +136,27 @@ def _attach_fixes(ctx: RecallContext, scope: Scope, items: list[dict[str, Any]],
 
 def turn_start(ctx: RecallContext, prompt: str, scope: Scope, *, project: str | None = None,
                budget: int = 2000, config: RecallConfig | None = None, now: float | None = None,
-               session: str | None = None) -> dict[str, Any]:
+               session: str | None = None, core_shown: bool = False) -> dict[str, Any]:
     """Before an agent answers ``prompt``: the packet of memories it should see (``session``: the
-    agent's session id, so the project's core facts come with its first prompt)."""
+    agent's session id, so the project's core facts come with its first prompt — unless
+    ``core_shown``: the session's start context already carried them, :func:`session_start`)."""
     return _packet(ctx, prompt, scope, entry="turn_start", project=project, budget=budget,
-                   cfg=config or PACKET, now=now, session=session)
+                   cfg=config or PACKET, now=now, session=session, core_shown=core_shown)
+
+
+def session_start(ctx: RecallContext, scope: Scope, *, project: str | None, budget: int | None = None,
+                  now: float | None = None) -> dict[str, Any]:
+    """The project's core facts for a session's start context (the SessionStart hook): its commands,
+    package manager and ≤ 3 must-follow rules, learned and active, in the learned section's form.
+
+    Shown there they are visible to every prompt of the session and part of none of their packets, so
+    a prompt they have nothing to do with gets no learned item ("once per session, not on every
+    prompt"); agents without a session start get them with the first prompt instead."""
+    now = ctx.now() if now is None else now
+    budget = pk.clamp_budget(budget or DEFAULTS["turn_start"]["budget"])
+    picked = learned.pick(ctx, "", scope, entry="session_start", project=project, now=now)
+    text, kept, tokens = pk.render([], budget=budget, now=now, learned=picked)
+    return {"entry": "session_start", "budget": budget, "text": text, "items": kept, "tokens": tokens}
 
 
 def sub_agent(ctx: RecallContext, task: str, scope: Scope, *, project: str | None = None, budget: int | None = None,

@@ -44,9 +44,10 @@ def _recent(ctx: RecallContext, scope: Scope, session: str | None) -> str:
 
 
 def pick(ctx: RecallContext, prompt: str, scope: Scope, *, entry: str, project: str | None,
-         session: str | None = None, now: float) -> list[dict[str, Any]]:
+         session: str | None = None, now: float, core_shown: bool = False) -> list[dict[str, Any]]:
     """The learned memories for this packet, best first, each marked with ``layer``, ``kind`` and
-    ``why`` (what brought it in: slot, signature, words, core, reminder, resume)."""
+    ``why`` (what brought it in: slot, signature, words, core, reminder, resume). ``core_shown``: the
+    session's start context carried the core facts, so its first prompt does not repeat them."""
     area = getattr(ctx.store, "learned", None)
     if area is None or not project:
         return []
@@ -59,7 +60,8 @@ def pick(ctx: RecallContext, prompt: str, scope: Scope, *, entry: str, project: 
         return []
     if not active:
         return []
-    first = entry == "session_start" or (entry == "turn_start" and first_of_session(ctx, scope, session))
-    got = choose(active, prompt, entry=entry, first_of_session=first, now=now,
-                 recent_context=_recent(ctx, scope, session) if not first else "")
+    new = first_of_session(ctx, scope, session) if session and entry == "turn_start" else None
+    first = entry == "session_start" or (entry == "turn_start" and not core_shown and bool(new))
+    got = choose(active, prompt, entry=entry, first_of_session=first, now=now, new_session=new,
+                 recent_context=_recent(ctx, scope, session) if not new else "")
     return [{**m, "layer": m.get("layer") or "L2"} for m in got]

@@ -30,6 +30,14 @@ class TurnStartBody(BaseModel):
     owner: str | None = None
     budget: int | None = Field(None, ge=100, le=20_000)
     session_id: str | None = Field(None, max_length=400)
+    core_shown: bool = False      # the session's start context already carried the core facts
+
+
+class SessionStartBody(BaseModel):
+    agent: str | None = None
+    project: str = Field(min_length=1, max_length=4000)
+    owner: str | None = None
+    budget: int | None = Field(None, ge=100, le=20_000)
 
 
 class ClearBody(BaseModel):
@@ -260,7 +268,14 @@ def doctor(mem: Mem, embedder: bool = False) -> dict[str, Any]:
 def turn_start(mem: Mem, body: TurnStartBody) -> dict[str, Any]:
     t0 = time.perf_counter()
     packet = mem.turn_start(body.prompt, owner=deps.owners(body.owner), agent=body.agent or None,
-                            project=body.project or None, budget=body.budget, session=body.session_id or None)
+                            project=body.project or None, budget=body.budget, session=body.session_id or None,
+                            core_shown=body.core_shown)
     packet = dict(packet)
     packet.setdefault("took_ms", round((time.perf_counter() - t0) * 1000, 2))
     return packet
+
+
+@router.post("/recall/session-start", summary="The project's core facts for a session's start context")
+def session_start(mem: Mem, body: SessionStartBody) -> dict[str, Any]:
+    return mem.session_start(project=body.project, owner=deps.owners(body.owner), agent=body.agent or None,
+                             budget=body.budget)
