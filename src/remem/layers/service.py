@@ -22,6 +22,7 @@ from ..ingest.normalize import InputError
 from ..ingest.redact import redact
 from ..scope import Scope
 from ..store.protocols import Learned
+from . import feedback as fbk
 from .learn import learn as learn_core
 from .types import KINDS, STATUSES, Action, Memory, Turn
 
@@ -222,11 +223,68 @@ def plugin_memories(rows: list[dict[str, Any]], project: str, mem: Remem) -> lis
     return out
 
 
+SESSION_IDLE = 6 * 3600.0     # a session with no new turn for this long is over (an open error: abandoned)
+MATCH_WINDOW = 600.0          # a packet's turn started at most this long before the packet was built
+
+
+def _packet_turn(p: dict[str, Any], seq: list[tuple[dict[str, Any], Turn]]) -> int | None:
+    """Which turn of its session a packet was built for: the one whose request has the prompt's hash,
+    else the first that started after it (hooks recall before the turn is written)."""
+    from ..recall.record import prompt_hash
+
+    start = float(p["created_at"]) - MATCH_WINDOW
+    times = [float(r.get("started_at") or r.get("ended_at") or r.get("created_at") or 0.0) for r, _ in seq]
+    for i, (r, _) in enumerate(seq):
+        if times[i] >= start and prompt_hash(r.get("request") or "") == p["prompt_hash"]:
+            return i
+    for i in range(len(seq)):
+        if times[i] >= float(p["created_at"]) - 5.0:
+            return i
+    return None
+
+
+def judge_packets(mem: Remem, owner: str, project: str, rows: list[dict[str, Any]], turns: list[Turn],
+                  stored: dict[str, dict[str, Any]], now: float
+                  ) -> tuple[list[tuple[int, str, str]], dict[str, list[tuple[fbk.Verdict, int, str]]]]:
+    """The open packets of one owner's project joined to their turns: (packet id, outcome, turn id)
+    to mark judged, and per injected memory of this owner the verdicts (with packet and turn)."""
+    area = getattr(mem.store, "packets", None)
+    if area is None or not mem.config.get("learn.feedback"):
+        return [], {}
+    pending = area.open(Scope.of([owner], project=project))
+    if not pending:
+        return [], {}
+    by_session: dict[str, list[tuple[dict[str, Any], Turn]]] = {}
+    for r, t in zip(rows, turns, strict=True):
+        by_session.setdefault(r.get("session_id") or "", []).append((r, t))
+    judged: list[tuple[int, str, str]] = []
+    verdicts: dict[str, list[tuple[fbk.Verdict, int, str]]] = {}
+    for p in pending:
+        seq = by_session.get(p["session_id"]) or []
+        i = _packet_turn(p, seq) if seq else None
+        if i is None:
+            if now - float(p["created_at"]) > SESSION_IDLE:
+                judged.append((p["id"], "unknown", ""))      # its turn never arrived
+            continue
+        row, turn = seq[i]
+        nxt = seq[i + 1][1] if i + 1 < len(seq) else None
+        last = max(float(r.get("ended_at") or r.get("started_at") or 0.0) for r, _ in seq)
+        over = nxt is None and now - max(last, float(p["created_at"])) > SESSION_IDLE
+        result = fbk.turn_outcome(turn, nxt, status=str(row.get("status") or ""), session_over=over)
+        if not result:
+            continue                                          # wait for the next message
+        judged.append((p["id"], result, turn.id))
+        injected = [stored[x] for x in p["learned_ids"] if x in stored]
+        for v in fbk.judge(injected, turn, nxt, result):
+            verdicts.setdefault(v.memory_id, []).append((v, p["id"], turn.id))
+    return judged, verdicts
+
+
 def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, float] | None,
                   now: float) -> dict[str, int]:
     """Recompute one owner's project from its turns and write the differences with events."""
     area = _area(mem)
-    counts = {"created": 0, "updated": 0, "dropped": 0, "turns": 0}
+    counts = {"created": 0, "updated": 0, "dropped": 0, "turns": 0, "packets_judged": 0}
     rows = area.turns_in_time_order(owner, project) if seen else []
     counts["turns"] = len(rows)
     exact = Scope(owners=(owner,), project=project)
@@ -239,10 +297,20 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
         sessions.setdefault(t.session, []).append(t.id)
     computed = learn_core(turns, locked=locked, rejected=refuse) if rows else []
     computed += plugin_memories(rows, project, mem) if rows else []
+    judged, verdicts = judge_packets(mem, owner, project, rows, turns, stored, now) if rows else ([], {})
     with mem.store.transaction():
+        for pid, result, turn_id in judged:
+            mem.store.packets.judge(owner, pid, result, turn_id, now)  # type: ignore[attr-defined]
+        counts["packets_judged"] = len(judged)
         for m in computed:
             prev = stored.pop(m.id, None)
+            fresh = verdicts.get(m.id, [])
             if prev is not None:
+                fb = prev["data"].get("feedback")
+                for v, _pid, turn_id in fresh:
+                    fb = fbk.add(fb, v.effect, turn_id)
+                    counts[v.effect] = counts.get(v.effect, 0) + 1
+                fbk.apply(m, fb)
                 if prev["locked"] and m.id not in locked:   # locked, its text cleared by a forget
                     m.locked, m.status = True, prev["status"]
                 decided = prev["decided"]
@@ -262,6 +330,13 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
                 continue
             area.put(rec)
             action = _action(prev, rec)
+            if prev is not None and fresh:
+                for v, pid, turn_id in fresh:        # feedback: its own events, with before / after
+                    area.add_event(owner, m.id, v.effect, view(prev),
+                                   view(rec) | {"packet": pid, "turn": turn_id, "reason": v.reason},
+                                   actor="feedback", ts=now)
+                if action == "updated":
+                    continue
             area.add_event(owner, m.id, action, None if prev is None else view(prev), view(rec),
                            actor="learner", ts=now)
             counts["created" if prev is None else "updated"] += 1
@@ -285,7 +360,8 @@ def run(mem: Remem, scope: Scope, *, rebuild: bool = False) -> dict[str, Any]:
     area = _area(mem)
     have = area.projects(scope)
     cursors = area.cursors(scope)
-    out: dict[str, Any] = {"projects": 0, "skipped": 0, "turns": 0, "created": 0, "updated": 0, "dropped": 0}
+    out: dict[str, Any] = {"projects": 0, "skipped": 0, "turns": 0, "created": 0, "updated": 0, "dropped": 0,
+                           "packets_judged": 0, **dict.fromkeys(fbk.EFFECTS, 0)}
     for key in sorted(set(have) | set(cursors)):
         seen, cur = have.get(key), cursors.get(key)
         fresh = (cur is not None and not cur["dirty"] and seen is not None
@@ -296,7 +372,12 @@ def run(mem: Remem, scope: Scope, *, rebuild: bool = False) -> dict[str, Any]:
         got = learn_project(mem, key[0], key[1], seen, now)
         out["projects"] += 1
         for k, v in got.items():
-            out[k] += v
+            out[k] = out.get(k, 0) + v
+    packets = getattr(mem.store, "packets", None)
+    if packets is not None:
+        with mem.store.transaction():
+            out["packets_pruned"] = packets.prune(before=now - 86400.0 * float(mem.config.get("learn.packets_days")),
+                                                  keep=int(mem.config.get("learn.packets_max")))
     out["seconds"] = round(time.perf_counter() - t0, 3)
     out["learned"] = area.count(scope)
     return out
@@ -318,8 +399,8 @@ def run_job(mem: Remem, payload: dict[str, Any]) -> dict[str, Any]:
         more = run(mem, scope)
         if not more["projects"]:
             break
-        for k in ("projects", "turns", "created", "updated", "dropped"):
-            out[k] += more[k]
+        for k in ("projects", "turns", "created", "updated", "dropped", "packets_judged", *fbk.EFFECTS):
+            out[k] = out.get(k, 0) + more.get(k, 0)
         out["learned"] = more["learned"]
     return out
 
