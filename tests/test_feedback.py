@@ -33,6 +33,9 @@ def sh(command: str, output: str = "", status: str = "") -> Action:
     ((), "", "no, that's wrong: the total should include tax", False, "corrected"),
     ((), "", "不对，应该用 bun 而不是 npm", False, "corrected"),
     ((), "", "你又忘了跑测试", False, "corrected"),
+    ((), "", "you broke the non-json command.", False, "corrected"),
+    ((), "", "i still see it happening", False, "corrected"),
+    ((), "", "还是不行", False, "corrected"),
     ((sh("bun test", "1 fail", "failed"),), "", "thanks, now add the footer", False, "failed"),
     ((sh("bun test", "1 fail", "failed"), sh("bun test", "41 pass", "ok")), "", "thanks!", False, "succeeded"),
     ((sh("bun test", "1 fail", "failed"),), "", None, True, "abandoned"),
@@ -84,6 +87,9 @@ def test_a_correction_repeating_an_injected_memory_marks_it_not_followed():
 
 def test_a_correction_about_something_else_blames_nothing():
     assert verdicts("no, the button should be blue") == {}
+    assert verdicts("this is incorrect, i know yarn is installed") == {}          # named, not what to use
+    assert verdicts("still happening ❯ bun run src/cli.ts fibers get 1") == {}    # a pasted prompt line
+    assert verdicts("still happening.\nBun v1.2.9 (macOS arm64)") == {}            # a pasted version banner
 
 
 def test_following_an_injected_preference_without_correction_is_weak_support():
@@ -270,3 +276,26 @@ def test_cli_verdicts(mem):
     assert r.returncode != 0 and b"no learned memory" in r.stderr
     r = run_cli("learned", "good", "--help")
     assert r.returncode == 0 and b"--note" in r.stdout
+
+
+def test_slot_cue_words_alone_blame_no_slot_memory():
+    """"run the tests" / "the format" in a correction are not about which command runs them."""
+    assert verdicts("no, actually run the tests") == {}
+    lint = {"id": "m_lint", "kind": "fact", "slot": "cmd.lint", "value": "bun run lint", "text": "The lint command "
+            "is `bun run lint`.", "data": {}}
+    got = fbk.judge([lint], turn("show the deps"), turn("no, this is wrong: remember the old output format?", tid="t2"),
+                    "corrected")
+    assert got == []
+    rival = fbk.judge([TEST_CMD], turn("run them"), turn("no, the tests run with vitest now", tid="t2"), "corrected")
+    assert [(v.effect, v.reason) for v in rival] == [("weakened", "slot")]
+    told = fbk.judge([TEST_CMD], turn("run them"), turn("wrong, use bun test", tid="t2"), "corrected")
+    assert [v.effect for v in told] == ["not_followed"]
+
+
+def test_using_the_avoided_tool_or_not_following_is_not_followed():
+    assert verdicts("no! you used npm again")["m_bun"] == ("not_followed", "repeated")
+    rule = {"id": "m_rule", "kind": "convention", "slot": "", "value": "", "data": {"anchors": ["src/config.ts"]},
+            "text": "Always read settings through src/config.ts, never from the environment directly."}
+    got = fbk.judge([rule], turn("add the flag"), turn("why did you not follow the rule about src/config.ts?",
+                                                         tid="t2"), "corrected")
+    assert [(v.effect, v.reason) for v in got] == [("not_followed", "repeated")]
