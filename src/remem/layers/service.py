@@ -24,6 +24,7 @@ from ..scope import Scope
 from ..store.protocols import Learned
 from . import feedback as fbk
 from .learn import learn as learn_core
+from .packets import judge_packets
 from .types import KINDS, STATUSES, Action, Memory, Turn
 
 log = logging.getLogger(__name__)
@@ -223,63 +224,6 @@ def plugin_memories(rows: list[dict[str, Any]], project: str, mem: Remem) -> lis
     return out
 
 
-SESSION_IDLE = 6 * 3600.0     # a session with no new turn for this long is over (an open error: abandoned)
-MATCH_WINDOW = 600.0          # a packet's turn started at most this long before the packet was built
-
-
-def _packet_turn(p: dict[str, Any], seq: list[tuple[dict[str, Any], Turn]]) -> int | None:
-    """Which turn of its session a packet was built for: the one whose request has the prompt's hash,
-    else the first that started after it (hooks recall before the turn is written)."""
-    from ..recall.record import prompt_hash
-
-    start = float(p["created_at"]) - MATCH_WINDOW
-    times = [float(r.get("started_at") or r.get("ended_at") or r.get("created_at") or 0.0) for r, _ in seq]
-    for i, (r, _) in enumerate(seq):
-        if times[i] >= start and prompt_hash(r.get("request") or "") == p["prompt_hash"]:
-            return i
-    for i in range(len(seq)):
-        if times[i] >= float(p["created_at"]) - 5.0:
-            return i
-    return None
-
-
-def judge_packets(mem: Remem, owner: str, project: str, rows: list[dict[str, Any]], turns: list[Turn],
-                  stored: dict[str, dict[str, Any]], now: float
-                  ) -> tuple[list[tuple[int, str, str]], dict[str, list[tuple[fbk.Verdict, int, str]]]]:
-    """The open packets of one owner's project joined to their turns: (packet id, outcome, turn id)
-    to mark judged, and per injected memory of this owner the verdicts (with packet and turn)."""
-    area = getattr(mem.store, "packets", None)
-    if area is None or not mem.config.get("learn.feedback"):
-        return [], {}
-    pending = area.open(Scope.of([owner], project=project))
-    if not pending:
-        return [], {}
-    by_session: dict[str, list[tuple[dict[str, Any], Turn]]] = {}
-    for r, t in zip(rows, turns, strict=True):
-        by_session.setdefault(r.get("session_id") or "", []).append((r, t))
-    judged: list[tuple[int, str, str]] = []
-    verdicts: dict[str, list[tuple[fbk.Verdict, int, str]]] = {}
-    for p in pending:
-        seq = by_session.get(p["session_id"]) or []
-        i = _packet_turn(p, seq) if seq else None
-        if i is None:
-            if now - float(p["created_at"]) > SESSION_IDLE:
-                judged.append((p["id"], "unknown", ""))      # its turn never arrived
-            continue
-        row, turn = seq[i]
-        nxt = seq[i + 1][1] if i + 1 < len(seq) else None
-        last = max(float(r.get("ended_at") or r.get("started_at") or 0.0) for r, _ in seq)
-        over = nxt is None and now - max(last, float(p["created_at"])) > SESSION_IDLE
-        result = fbk.turn_outcome(turn, nxt, status=str(row.get("status") or ""), session_over=over)
-        if not result:
-            continue                                          # wait for the next message
-        judged.append((p["id"], result, turn.id))
-        injected = [stored[x] for x in p["learned_ids"] if x in stored]
-        for v in fbk.judge(injected, turn, nxt, result):
-            verdicts.setdefault(v.memory_id, []).append((v, p["id"], turn.id))
-    return judged, verdicts
-
-
 def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, float] | None,
                   now: float) -> dict[str, int]:
     """Recompute one owner's project from its turns and write the differences with events."""
@@ -304,10 +248,10 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
         counts["packets_judged"] = len(judged)
         for m in computed:
             prev = stored.pop(m.id, None)
-            fresh = verdicts.get(m.id, [])
+            heard = verdicts.get(m.id, [])
             if prev is not None:
                 fb = prev["data"].get("feedback")
-                for v, _pid, turn_id in fresh:
+                for v, _pid, turn_id in heard:
                     fb = fbk.add(fb, v.effect, turn_id)
                     counts[v.effect] = counts.get(v.effect, 0) + 1
                 fbk.apply(m, fb)
@@ -330,8 +274,8 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
                 continue
             area.put(rec)
             action = _action(prev, rec)
-            if prev is not None and fresh:
-                for v, pid, turn_id in fresh:        # feedback: its own events, with before / after
+            if prev is not None and heard:
+                for v, pid, turn_id in heard:        # feedback: its own events, with before / after
                     area.add_event(owner, m.id, v.effect, view(prev),
                                    view(rec) | {"packet": pid, "turn": turn_id, "reason": v.reason},
                                    actor="feedback", ts=now)

@@ -168,6 +168,10 @@ class Packets(Protocol):
 
     def judge(self, owner: str, packet_id: int, outcome: str, turn_id: str, ts: float) -> None: ...
 
+    def vote(self, owner: str, packet_id: int, item_id: str, verdict: str) -> None:
+        """One item's thumb (good / bad) from the viewer."""
+        ...
+
     def recent(self, scope: Any, *, session: str | None = None, limit: int = 50) -> builtins.list[dict[str, Any]]:
         """Packets in scope, newest first (the viewer's list)."""
         ...

@@ -632,8 +632,10 @@ def m012_packets(db: sqlite3.Connection) -> None:
             learned_ids TEXT NOT NULL DEFAULT '[]', -- JSON list: the learned memories it injected
             created_at REAL NOT NULL,
             outcome TEXT NOT NULL DEFAULT '',    -- '' (not judged) | failed | corrected | succeeded | abandoned
+                                                 -- | unknown (its turn never arrived)
             turn_id TEXT NOT NULL DEFAULT '',    -- the turn the packet was for, once judged
-            judged_at REAL
+            judged_at REAL,
+            votes TEXT NOT NULL DEFAULT '{}'     -- JSON: item id → good | bad (the viewer's thumbs)
         );
         CREATE INDEX packets_owner_time ON packets(owner, created_at);
         CREATE INDEX packets_open ON packets(owner, project, judged_at);

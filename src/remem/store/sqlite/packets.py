@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from . import SqliteStore
 
 _COLS = ("id, owner, project, agent, session_id, entry, prompt_hash, turn_ids, learned_ids, created_at, "
-         "outcome, turn_id, judged_at")
+         "outcome, turn_id, judged_at, votes")
 
 
 def _where(scope: Scope) -> tuple[str, list[Any]]:
@@ -32,6 +32,7 @@ def _row(r: Any) -> dict[str, Any]:
     d = dict(r)
     d["turn_ids"] = json.loads(d["turn_ids"] or "[]")
     d["learned_ids"] = json.loads(d["learned_ids"] or "[]")
+    d["votes"] = json.loads(d["votes"] or "{}")
     return d
 
 
@@ -63,6 +64,16 @@ class SqlitePackets:
     def judge(self, owner: str, packet_id: int, outcome: str, turn_id: str, ts: float) -> None:
         self._db.execute("UPDATE packets SET outcome = ?, turn_id = ?, judged_at = ? WHERE owner = ? AND id = ?",
                          (outcome, turn_id, ts, owner, int(packet_id)))
+
+    def vote(self, owner: str, packet_id: int, item_id: str, verdict: str) -> None:
+        """Set one item's thumb (good / bad); the caller checked the item is in the packet."""
+        row = self._db.execute("SELECT votes FROM packets WHERE owner = ? AND id = ?", (owner, int(packet_id))).fetchone()
+        if row is None:
+            return
+        votes = json.loads(row[0] or "{}")
+        votes[item_id] = verdict
+        self._db.execute("UPDATE packets SET votes = ? WHERE owner = ? AND id = ?",
+                         (json.dumps(votes, sort_keys=True), owner, int(packet_id)))
 
     def recent(self, scope: Scope, *, session: str | None = None, limit: int = 50) -> builtins.list[dict[str, Any]]:
         where, params = _where(scope)
