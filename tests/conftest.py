@@ -30,8 +30,82 @@ def copy_fixture(name: str, dest: Path) -> Path:
     return dest
 
 
+ON_POSTGRES = os.environ.get("REMEM_TEST_POSTGRES", "") == "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "sqlite_only(reason): a test of the SQLite engine itself (skipped on "
+                                       "PostgreSQL, with the reason)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not ON_POSTGRES:
+        return
+    for item in items:
+        mark = item.get_closest_marker("sqlite_only")
+        if mark is not None:
+            why = mark.args[0] if mark.args else mark.kwargs.get("reason", "SQLite only")
+            item.add_marker(pytest.mark.skip(reason=f"SQLite only: {why}"))
+
+
+@pytest.fixture(scope="session")
+def _pg_server():
+    """With REMEM_TEST_POSTGRES=1 (``scripts/test.sh --postgres``): one embedded PostgreSQL for the
+    run (or the server at REMEM_TEST_PG_BASE, e.g. postgresql://postgres@127.0.0.1:5432) with one
+    migrated database that every test starts empty in (see ``_pg_database``)."""
+    if not ON_POSTGRES:
+        yield None
+        return
+    import psycopg
+
+    from remem.store.postgres import embedded
+
+    base = os.environ.get("REMEM_TEST_PG_BASE", "").rstrip("/")
+    server = None
+    if base:
+        url = f"{base}/remem_test"
+        admin_url = f"{base}/postgres"
+    else:  # over the Unix socket: the agent tests run their agents in a network namespace of their own
+        server = embedded.start()
+        url, admin_url = server.url("remem_test", socket=True), server.url("postgres", socket=True)
+    with psycopg.connect(admin_url, autocommit=True) as c:
+        c.execute("DROP DATABASE IF EXISTS remem_test WITH (FORCE)")
+        c.execute("CREATE DATABASE remem_test")
+    from remem.store import open_store
+
+    s = open_store(url, Path("."))
+    s.migrate()
+    s.close()
+    admin = psycopg.connect(url, autocommit=True)
+    tables = [r[0] for r in admin.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+                                          "AND tablename <> 'schema_migrations'")]
+    yield {"url": url, "admin": admin, "n": [0], "tables": tables}
+    admin.close()
+    if server is not None:
+        server.stop()
+
+
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _pg_database(_pg_server, monkeypatch: pytest.MonkeyPatch):
+    """This test's PostgreSQL database: the run's one database, emptied (the previous test's
+    connections ended, every table truncated), under a URL of its own (``application_name``)
+    so that no cache keyed by the database carries over from the previous test."""
+    if _pg_server is None:
+        yield
+        return
+    admin = _pg_server["admin"]
+    admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+                  "AND pid <> pg_backend_pid()")
+    admin.execute(f"TRUNCATE {', '.join(_pg_server['tables'])} RESTART IDENTITY CASCADE")
+    _pg_server["n"][0] += 1
+    sep = "&" if "?" in _pg_server["url"] else "?"
+    monkeypatch.setenv("REMEM_TEST_DATABASE_URL",
+                       f"{_pg_server['url']}{sep}application_name=remem-test-{os.getpid()}-{_pg_server['n'][0]}")
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(_pg_database, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     base = tmp_path_factory.mktemp("env")
     home = base / "home"
     home.mkdir()
@@ -52,6 +126,13 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
         monkeypatch.setenv("REMEM_DATABASE_URL", url)
     else:
         monkeypatch.delenv("REMEM_DATABASE_URL", raising=False)
+
+
+def engine_env() -> dict[str, str]:
+    """The variables that point a process at the database under test (for tests that build a
+    subprocess's environment from scratch): REMEM_DATABASE_URL on PostgreSQL, nothing on SQLite."""
+    url = os.environ.get("REMEM_DATABASE_URL", "")
+    return {"REMEM_DATABASE_URL": url} if url else {}
 
 
 def database_url(home: Path) -> str:

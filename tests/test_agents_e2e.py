@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import remem
-from conftest import REPO
+from conftest import REPO, engine_env
 from remem import integrations
 from remem.model import ToolCall
 
@@ -124,7 +124,8 @@ class Run:
         self.env = {"HOME": str(self.home), "PATH": os.environ.get("PATH", ""), "REMEM_HOME": str(self.remem_home),
                     "REMEM_EMBEDDING_MODEL": "hash", "LANG": "C.UTF-8",
                     "XDG_CONFIG_HOME": str(self.home / ".config"), "XDG_DATA_HOME": str(self.home / ".local/share"),
-                    "XDG_CACHE_HOME": str(self.home / ".cache"), "XDG_STATE_HOME": str(self.home / ".local/state")}
+                    "XDG_CACHE_HOME": str(self.home / ".cache"), "XDG_STATE_HOME": str(self.home / ".local/state"),
+                    **engine_env()}
 
     def seed(self, related: bool = True) -> None:
         """The answering memory, and (``related``) the topic's other memories and unrelated work."""

@@ -13,11 +13,13 @@ from remem.ingest.normalize import InputError
 from remem.model import ToolCall, TurnIn
 from remem.scope import Scope, ScopeError
 
+from conftest import ON_POSTGRES
+
 
 def test_open_initialises_empty_home(remem_home):
     mem = remem.open()
     assert (remem_home / "config.yaml").exists()
-    assert (remem_home / "remem.db").exists()
+    assert (remem_home / "remem.db").exists() != ON_POSTGRES  # on a server, no file in the home
     tok = remem_home / "token"
     assert tok.exists() and oct(tok.stat().st_mode & 0o777) == "0o600"
     assert len(tok.read_text().strip()) >= 32
@@ -25,6 +27,7 @@ def test_open_initialises_empty_home(remem_home):
     assert mem.search("anything") == []
 
 
+@pytest.mark.sqlite_only("the SQLite file's pragmas")
 def test_pragmas(mem):
     db = mem.store.conn
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -145,12 +148,14 @@ def test_forget_by_id_session_source(mem):
 def test_forget_removes_derived_rows(mem):
     r = mem.add("a turn with derived rows", agent="codex")
     db = mem.store.conn
-    db.execute("INSERT INTO embeddings VALUES ('turn', ?, 'summary', 'hash:8', 8, x'00', 'h', 'default', '', '', 0)",
-               (r.id,))
+    with mem.store.transaction():
+        mem.store.vectors.put_many([("turn", r.id, "summary", "hash:8", 8, b"\x00" * 32, "h", "default", "", "")])
+    assert db.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 1
     mem.forget(ids=[r.id])
     assert db.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 0
 
 
+@pytest.mark.sqlite_only("SQLite's migration m010; PostgreSQL never had those tables")
 def test_the_legacy_memories_tables_are_gone(mem):
     """m010: the first schema's never-written ``memories`` / ``memory_links`` tables are dropped;
     learned memories live in ``learned``."""
@@ -159,6 +164,7 @@ def test_the_legacy_memories_tables_are_gone(mem):
 
 
 
+@pytest.mark.sqlite_only("two homes on one database server share that database")
 def test_export_import_roundtrip(tmp_path, mem, monkeypatch):
     mem.add("first memory", agent="codex", project="p1", session="s1")
     mem.add_turns([TurnIn(request="second", reply="with tools", agent="claude-code", session_id="s2",
@@ -178,6 +184,7 @@ def test_export_import_roundtrip(tmp_path, mem, monkeypatch):
         other.import_jsonl(["{not json"])
 
 
+@pytest.mark.sqlite_only("a copy of the SQLite file; the PostgreSQL refusal is tested below")
 def test_export_sqlite_is_consistent_copy(tmp_path, mem):
     mem.add("copied memory", agent="codex")
     dest = mem.export_sqlite(tmp_path / "copy.sqlite")
@@ -187,8 +194,22 @@ def test_export_sqlite_is_consistent_copy(tmp_path, mem):
         mem.export_sqlite(dest)
 
 
+def test_a_copy_to_a_file_on_postgresql_says_what_to_use_instead(tmp_path, mem):
+    if not ON_POSTGRES:
+        pytest.skip("PostgreSQL only: SQLite writes the copy (above)")
+    from remem.store import StoreError
+
+    mem.add("not copied", agent="codex")
+    with pytest.raises(StoreError, match="remem export"):
+        mem.export_sqlite(tmp_path / "copy.sqlite")
+    assert not (tmp_path / "copy.sqlite").exists()
+
+
 def test_migrations_recorded_and_idempotent(mem):
-    from remem.store.sqlite.migrations import MIGRATIONS, migrate
+    if ON_POSTGRES:
+        from remem.store.postgres.migrations import MIGRATIONS, migrate
+    else:
+        from remem.store.sqlite.migrations import MIGRATIONS, migrate  # type: ignore[assignment]
 
     names = [r[0] for r in mem.store.conn.execute("SELECT name FROM schema_migrations ORDER BY id")]
     assert names == [m.__name__ for m in MIGRATIONS]

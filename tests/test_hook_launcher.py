@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import engine_env, run_cli
 from remem import integrations
 
 PYTHON = sys.executable
@@ -26,7 +26,8 @@ def env(tmp_path):
     home = Path(os.environ["HOME"])
     for d in (".claude", ".codex", ".gemini", ".cursor", ".openclaw", ".hermes", ".config/opencode"):
         (home / d).mkdir(parents=True, exist_ok=True)
-    return {"HOME": str(home), "PATH": os.environ.get("PATH", ""), "REMEM_HOME": os.environ["REMEM_HOME"]}
+    return {"HOME": str(home), "PATH": os.environ.get("PATH", ""), "REMEM_HOME": os.environ["REMEM_HOME"],
+            **engine_env()}
 
 
 def fake_interpreter(tmp_path: Path, name: str) -> Path:

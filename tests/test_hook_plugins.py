@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import engine_env
 
 from remem import integrations
 
@@ -28,7 +29,7 @@ def env(tmp_path: Path, remem_home: Path) -> dict[str, str]:
     home = tmp_path / "home"
     home.mkdir()
     return {"HOME": str(home), "PATH": os.environ.get("PATH", ""), "REMEM_HOME": str(remem_home),
-            "REMEM_PORT": "9"}
+            "REMEM_PORT": "9", **engine_env()}
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")

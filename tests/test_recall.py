@@ -187,17 +187,14 @@ def test_recall_cli_prints_the_packet(store, cli):
 @pytest.mark.parametrize("approx", [False, True], ids=["exact", "sign-sketch"])
 def test_vector_index_is_incremental_scoped_and_forgets(mem, monkeypatch, approx):
     from remem.recall import vectors
-    from remem.store.sqlite.db import transaction
-    from remem.store.sqlite.vectors import put_many
-
     if approx:  # every search takes the large-scope path: sketch, then exact scores of candidates
         monkeypatch.setattr(vectors, "APPROX_FROM", 1)
 
     def put(rid, owner, project, v):
         v = np.asarray(v, dtype=np.float32)
         v /= np.linalg.norm(v)
-        with transaction(mem.store.conn):
-            put_many(mem.store.conn, [("turn", rid, "summary", "test:4", 4, v.tobytes(), "h", owner, "a", project)])
+        with mem.store.transaction():
+            mem.store.vectors.put_many([("turn", rid, "summary", "test:4", 4, v.tobytes(), "h", owner, "a", project)])
 
     put("t_a", "alice", "p1", [1, 0, 0, 0])
     put("t_b", "bob", "p1", [1, 0.1, 0, 0])
@@ -213,8 +210,8 @@ def test_vector_index_is_incremental_scoped_and_forgets(mem, monkeypatch, approx
     time.sleep(0.01)
     put("t_a", "alice", "p1", [0, 1, 0, 0])        # re-embedded: the new vector counts
     assert vx.search(Scope.of("alice"), q, "test:4", "summary", 1)[0][0] == "t_c"
-    with transaction(mem.store.conn):
-        mem.store.conn.execute("DELETE FROM embeddings WHERE row_id = 't_c'")
+    with mem.store.transaction() as db:
+        db.execute("DELETE FROM embeddings WHERE row_id = 't_c'")
     assert [h[0] for h in vx.search(Scope.of("alice"), q, "test:4", "summary", 10)] == ["t_a"]
     idx = vx.get("test:4", "summary", 4)
     assert len(idx) == 2 and idx.memory_bytes()["raw_vector_bytes"] == 2 * 4 * 4
@@ -235,6 +232,7 @@ def test_turn_start_counts_access_inside_scope(store):
     assert all(counts[i] == 1 for i in ids) and sum(counts.values()) == len(ids)
 
 
+@pytest.mark.sqlite_only("SQLite's one write lock; PostgreSQL writers do not lock each other out")
 def test_turn_start_does_not_wait_for_another_writer_and_counts_access_later(store):
     """A job holding the write lock must not stall recall: the packet comes back, the access
     counts wait in memory and are written once the database is free."""
@@ -312,6 +310,7 @@ def test_head_and_tail_counts_tokens_honestly():
     assert cut.startswith("数据库迁移数据库迁移") and cut.endswith("库迁移") and count_tokens(cut) == 15
 
 
+@pytest.mark.sqlite_only("FTS5's rank-first path of store/sqlite/text.py")
 def test_bm25_ranks_first_then_checks_scope_and_equals_the_join(mem, monkeypatch):
     """The cheap path (rank the matches, then check the scope of the best few) returns exactly
     what joining every match with its turn returns, and learns when a scope is too small for it."""

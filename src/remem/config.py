@@ -140,8 +140,8 @@ class Config:
         """From hook-settings.json without pydantic, when it is fresh and every variable parses."""
         data = hook_settings.read(home)
         got = hook_settings.apply_env(data, env, strict=True) if data is not None else None
-        if data is None or got is None:
-            return None
+        if data is None or got is None or data.get("withheld"):
+            return None     # a secret is set in config.yaml: the full settings read it from there
         self = cls.__new__(cls)
         self.home, self._file, self._env, self._settings = home, None, dict(env), None
         self._plain, self.env_used = got
@@ -188,6 +188,21 @@ class Config:
     @property
     def database_url(self) -> str:
         return str(self.get("database.url"))
+
+    @property
+    def database_label(self) -> str:
+        """The SQLite file, or the server URL without its password: what messages show."""
+        from .store.url import parse
+
+        u = parse(self.database_url, self.home)
+        return str(u.path) if u.path is not None else u.safe
+
+    @property
+    def on_server(self) -> bool:
+        """``database.url`` names a server (PostgreSQL), not a file."""
+        from .store.url import parse
+
+        return parse(self.database_url, self.home).path is None
 
     @property
     def db_path(self) -> Path:
@@ -253,8 +268,13 @@ class Config:
         """What hook-settings.json holds: defaults + file, checked (no environment)."""
         from . import settings as model
 
-        plain = model.resolve(self.file_values, where=str(self.path))
-        return {"values": plain.model_dump(mode="json"), "specs": {k: s.plain() for k, s in model.SPECS.items()}}
+        plain = model.resolve(self.file_values, where=str(self.path)).model_dump(mode="json")
+        withheld = []
+        for key in model.SECRET_KEYS:      # a secret never reaches the mirror: its readers load config.yaml
+            if hook_settings.lookup(plain, {key: {}}, key):
+                hook_settings.put(plain, key, "")
+                withheld.append(key)
+        return {"values": plain, "specs": {k: s.plain() for k, s in model.SPECS.items()}, "withheld": withheld}
 
     def write_hook_settings(self) -> None:
         """Write the mirror (none when database.url holds a password: the mirror never holds a secret)."""
@@ -264,7 +284,7 @@ class Config:
         if parse(m["values"]["database"]["url"], self.home).safe != m["values"]["database"]["url"]:
             hook_settings.remove(self.home)
             return
-        hook_settings.write(self.home, m["values"], m["specs"])
+        hook_settings.write(self.home, m["values"], m["specs"], withheld=m["withheld"])
 
 
 def save_file(path: Path, data: dict[str, Any]) -> None:

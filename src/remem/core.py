@@ -66,7 +66,7 @@ class Remem:
         token_new = not self.config.token_path.exists()
         configmod.ensure_token(self.config.token_path)
         applied = self.store.migrate()
-        return {"home": str(self.home), "database": str(self.config.db_path), "config_created": created,
+        return {"home": str(self.home), "database": self.config.database_label, "config_created": created,
                 "token_created": token_new, "migrations_applied": applied}
 
     def note_access(self, scope: Scope, ids: builtins.list[str], now: float) -> None:

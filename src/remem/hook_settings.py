@@ -33,10 +33,14 @@ def _stamp(path: Path) -> list[int] | None:
     return [st.st_mtime_ns, st.st_size]
 
 
-def write(home: Path, values: Mapping[str, Any], specs: Mapping[str, Mapping[str, Any]]) -> None:
-    """Atomically replace the mirror (0600). ``values``: the checked settings as plain data."""
+def write(home: Path, values: Mapping[str, Any], specs: Mapping[str, Mapping[str, Any]], *,
+          withheld: list[str] | None = None) -> None:
+    """Atomically replace the mirror (0600). ``values``: the checked settings as plain data, with
+    every secret emptied; ``withheld`` names the secrets config.yaml sets (``learn.llm.api_key``), so
+    that a full read goes to config.yaml for them while a hook, which never needs one, reads the mirror."""
     body = json.dumps({"version": VERSION, "config": _stamp(home / "config.yaml"), "schema": _stamp(_SCHEMA),
-                       "values": dict(values), "specs": dict(specs)}, sort_keys=True, ensure_ascii=False)
+                       "values": dict(values), "specs": dict(specs), "withheld": list(withheld or [])},
+                      sort_keys=True, ensure_ascii=False)
     tmp = home / f".{NAME}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:

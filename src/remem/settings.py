@@ -13,6 +13,7 @@ The hook never imports this module (it reads the JSON mirror ``hook_settings.py`
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,6 +117,58 @@ class Sync(Section):
     interval_seconds: int = setting(300, "five minutes: fresh enough, cheap on battery", ge=30, le=7 * 86400)
 
 
+class Llm(Section):
+    """An optional OpenAI-compatible model that judges learned candidates (docs/learning.md, "Optional LLM")."""
+
+    base_url: str = setting("", "empty = no model: remem learns offline and sends nothing anywhere; set it "
+                            "(e.g. http://127.0.0.1:11434/v1) to let a model judge candidates",
+                            env="REMEM_LEARN_LLM_BASE_URL", allowed="empty or an http(s):// URL")
+    model: str = setting("", "the server's model name", env="REMEM_LEARN_LLM_MODEL")
+    api_key: str = setting("", "secret: sent only to base_url, never logged, never in hook-settings.json "
+                           "or the model's state file; prefer the environment variable", env="REMEM_LEARN_LLM_API_KEY")
+    daily_tokens: int = setting(50_000, "tokens per UTC day (the server's count, else an estimate); "
+                                "persisted, so a restart does not reset it", ge=0, le=100_000_000)
+    timeout_seconds: float = setting(30.0, "per request; a slow local model answers a batch well inside it",
+                                     ge=0.1, le=600.0)
+    batch_size: int = setting(8, "candidates per request: fewer requests, each still short", ge=1, le=50)
+    max_requests: int = setting(8, "requests per learn pass at most (the budget still applies)", ge=1, le=1000)
+    cooldown_seconds: float = setting(300.0, "between two learn passes that ask the model, so live captures "
+                                      "do not ask on every turn", ge=0.0, le=86_400.0)
+    failures: int = setting(3, "consecutive failures (timeouts, errors, HTTP 5xx) that open the circuit "
+                            "breaker", ge=1, le=100)
+    breaker_seconds: float = setting(3600.0, "how long an open breaker keeps remem from asking; then one "
+                                     "request tries again", ge=1.0, le=7 * 86_400.0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, v: str) -> str:
+        v = v.strip()
+        if v and not v.lower().startswith(("http://", "https://")):
+            raise ValueError("not an http(s) URL")
+        return v
+
+
+SECRET_KEYS = ("learn.llm.api_key",)   # never mirrored, never shown (``remem config show`` masks them)
+MASK = "********"
+
+
+def masked(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Plain settings (nested; the section ``prefix`` of them) with every secret that is set shown as
+    ``MASK``: what the faces print."""
+    out = json.loads(json.dumps(dict(values), default=str))
+    for full in SECRET_KEYS:
+        if prefix and not full.startswith(prefix + "."):
+            continue
+        key = full[len(prefix) + 1:] if prefix else full
+        node: Any = out
+        *head, last = key.split(".")
+        for part in head:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and node.get(last):
+            node[last] = MASK
+    return out
+
+
 class Learn(Section):
     enabled: bool = setting(True, "learned memories (preferences, conventions, procedures, the project's "
                             "commands) are extracted in the background after each write; off = recall of turns only",
@@ -129,6 +182,7 @@ class Learn(Section):
                                 "kept this long, to join outcomes and for the viewer's thumbs", ge=1, le=3650)
     packets_max: int = setting(20000, "at most this many packet records are kept (the oldest go first)",
                                ge=100, le=10_000_000)
+    llm: Llm = Field(default_factory=Llm)
 
 
 class Integrations(Section):

@@ -167,7 +167,7 @@ def apply_overrides(cfg: Any, sets: dict[str, Any]) -> Any:
 
 def run(data: str, *, config: str = "default", model: str | None = None, limit: int | None = None,
         home: str | None = None, progress: Callable[[str], None] | None = None,
-        sets: dict[str, Any] | None = None) -> dict[str, Any]:
+        sets: dict[str, Any] | None = None, database_url: str | None = None) -> dict[str, Any]:
     from remem.core import Remem
     from remem.embed.embedders import DEFAULT_EMBEDDER
     from remem.recall.config import preset
@@ -183,6 +183,8 @@ def run(data: str, *, config: str = "default", model: str | None = None, limit: 
     say = progress or (lambda _m: None)
     tmp = tempfile.TemporaryDirectory(prefix="remem-bench-") if home is None else None
     env = {"REMEM_EMBEDDING_MODEL": model, "REMEM_EMBEDDING_ENABLED": "true" if wants_vectors else "false"}
+    if database_url:
+        env["REMEM_DATABASE_URL"] = database_url
     mem = Remem(home or tmp.name, env=env)  # type: ignore[union-attr]
     timing: dict[str, float] = {}
     try:

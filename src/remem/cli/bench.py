@@ -35,14 +35,17 @@ def bench() -> None:
 @click.option("--limit", type=int, default=None, help="First N conversations only.")
 @click.option("--home", default=None, metavar="DIR",
               help="Keep the store in DIR (a later run reuses its turns and vectors).")
+@click.option("--database-url", default=None, metavar="URL",
+              help="Store the turns in this database (e.g. postgresql://…/locomo; a later run reuses them) instead of "
+                   "the home's SQLite file.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_errors
 def locomo(data: str, config: str, model: str | None, sets: tuple[str, ...], limit: int | None,
-           home: str | None, as_json: bool) -> None:
+           home: str | None, database_url: str | None, as_json: bool) -> None:
     """LoCoMo retrieval through the real write pipeline and search entry point."""
     h = harness("locomo")
     res = h.run(data, config=config, model=model, limit=limit, sets=h.overrides(list(sets)), home=home,
-                progress=None if as_json else (lambda m: click.echo(m, err=True)))
+                database_url=database_url, progress=None if as_json else (lambda m: click.echo(m, err=True)))
     _out(res, as_json, h.render)
 
 

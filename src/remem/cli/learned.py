@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 from typing import Any
 
@@ -26,8 +28,15 @@ def _age(ts: float | None) -> str:
 
 def _line(m: dict[str, Any]) -> str:
     flags = "".join(f" [{f}]" for f in ("locked", "edited") if m.get(f))
-    return (f"{m['id']}  {m['status']:<10} {m['kind']:<13} {m['confidence']:.2f}  "
+    mark = (m.get("data") or {}).get("llm")
+    if isinstance(mark, dict) and mark.get("verdict"):
+        flags += f" [llm: {mark['verdict']}]"
+    line = (f"{m['id']}  {m['status']:<10} {m['kind']:<13} {m['confidence']:.2f}  "
             f"{count(m['sessions'], 'session')}  {m['project'] or '-'}{flags}\n    {m['text']}")
+    if isinstance(mark, dict) and mark.get("verdict") == "quarantine":
+        line += f"\n    quarantined: {mark.get('reason') or '-'}" + (
+            f"; proposed “{mark['proposed']}”" if mark.get("proposed") else "")
+    return line
 
 
 @click.command()
@@ -48,6 +57,11 @@ def learn(ctx: click.Context, project: str | None, rebuild: bool, owner: str | N
                    f"({d['skipped']} unchanged) in {d['seconds']:.2f}s: {d['created']} new, {d['updated']} "
                    f"changed, {d['dropped']} dropped; now {n.get('active', 0)} active, "
                    f"{n.get('candidate', 0)} to review")
+        if "llm" in d:
+            j = d["llm"]
+            click.echo(f"llm: {count(j['requests'], 'request')}, {j['tokens']} tokens: {j['keep']} kept, "
+                       f"{j['reject']} rejected, {j['rewrite']} rewritten, {j['quarantine']} quarantined; "
+                       f"{j['pending']} waiting" + (f" ({j['stopped']})" if j["stopped"] else ""))
 
     emit(d, as_json, human)
 
@@ -55,13 +69,14 @@ def learn(ctx: click.Context, project: str | None, rebuild: bool, owner: str | N
 @click.group()
 def learned() -> None:
     """Review what remem learned: list, show, history, approve, reject, edit, lock, forget, rollback,
-    and feedback (good, bad, outdated)."""
+    feedback (good, bad, outdated); export it as a file to edit and share, import the edited file."""
 
 
 @learned.command("list")
 @click.option("--project", default=None, help="Only this project.")
 @click.option("--status", default="active", show_default=True,
-              help="candidate, active, superseded, archived, rejected, review (candidates) or all.")
+              help="candidate, active, superseded, archived, rejected, review (candidates), quarantined "
+              "(candidates whose LLM answer could not be backed by their evidence) or all.")
 @click.option("--kind", default=None, help="preference, convention, correction, decision, procedure, fact, "
               "working_state.")
 @click.option("--owner", default=None, help="Owner; default from config.")
@@ -205,6 +220,101 @@ def rollback(ctx: click.Context, event_id: int, owner: str | None, as_json: bool
     d = _service().rollback(open_mem(ctx), _scope(ctx, None, owner), event_id)
     emit(d, as_json, lambda d: click.echo(f"rolled back event {event_id}: {d['id']} is {d['status']}, "
                                           f"“{d['text']}”"))
+
+
+@learned.command("export")
+@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True,
+              help="Markdown (for CLAUDE.md, AGENTS.md, .cursor/rules) or JSON.")
+@click.option("--project", default=None, help="Only this project.")
+@click.option("--out", "-o", type=click.Path(dir_okay=False), default=None, help="File (default: stdout).")
+@click.option("--owner", default=None, help="Owner; default from config.")
+@click.pass_context
+@handle_errors
+def export_(ctx: click.Context, fmt: str, project: str | None, out: str | None, owner: str | None) -> None:
+    """Write the active conventions, preferences, decisions, procedures and facts as a file to edit
+    and share (paths anonymised, secrets redacted); read it back with `remem learned import`.
+
+    Paste it into CLAUDE.md or AGENTS.md (import reads only what lies between its header and end
+    lines) or write it as a Cursor rule (`--out .cursor/rules/remem.mdc` adds the rule's front matter)."""
+    text = _service().export_file(open_mem(ctx), _scope(ctx, project, owner), fmt,
+                                  front_matter=bool(out and out.endswith(".mdc")))
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+        n = sum(1 for line in text.splitlines() if "<!-- remem:m_" in line) if fmt == "md" else \
+            len(json.loads(text)["memories"])
+        click.echo(f"wrote {count(n, 'learned memory', 'learned memories')} to {out}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+@learned.command("import")
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--archive-missing", is_flag=True, help="Archive the memories the file no longer has.")
+@click.option("--dry-run", is_flag=True, help="Only say what would change.")
+@click.option("--project", default=None, help="Only this project of the file.")
+@click.option("--owner", default=None, help="Owner; default from config.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def import_(ctx: click.Context, path: str, archive_missing: bool, dry_run: bool, project: str | None,
+            owner: str | None, as_json: bool) -> None:
+    """Read an edited export back: changed lines are edited and locked, new lines become your own locked
+    memories, deleted lines are archived only with --archive-missing. All or nothing."""
+    if path == "-":
+        text = sys.stdin.read()
+    else:
+        with open(path, encoding="utf-8-sig") as f:     # an editor's byte-order mark is not text
+            text = f.read()
+    d = _service().import_file(open_mem(ctx), _scope(ctx, project, owner), text, archive_missing=archive_missing,
+                               dry_run=dry_run)
+
+    def human(d: dict[str, Any]) -> None:
+        would = "would be " if d["dry_run"] else ""
+        for e in d["edited"]:
+            click.echo(f"{would}edited and locked {e['id']}: {e['after']}")
+        for e in d["created"]:
+            click.echo(f"{would}added {e['kind']} {e['id']}: {e['text']}")
+        for mid in d["archived"]:
+            click.echo(f"{would}archived {mid}")
+        if d["missing"] and not d["archived"]:
+            click.echo(f"{count(len(d['missing']), 'memory', 'memories')} not in the file (kept; "
+                       f"--archive-missing archives them):", err=True)
+            for m in d["missing"]:
+                click.echo(f"  {m['id']}  {m['kind']:<11} {m['text'][:100]}", err=True)
+        click.echo(f"{'dry run: ' if d['dry_run'] else ''}{len(d['edited'])} edited, {len(d['created'])} added, "
+                   f"{len(d['archived'])} archived, {d['unchanged']} unchanged")
+
+    emit(d, as_json, human)
+
+
+@learned.command("llm")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def llm_status(ctx: click.Context, as_json: bool) -> None:
+    """The optional LLM (learn.llm.base_url): today's tokens, the circuit breaker, the cooldown and the
+    replies that named memories it was not given (quarantined; `list --status quarantined` shows the rest)."""
+    from ..layers import review
+
+    d = review.status(open_mem(ctx))
+
+    def human(d: dict[str, Any]) -> None:
+        if not d["configured"]:
+            click.echo("no LLM configured (learn.llm.base_url is empty): learning is offline, nothing is sent")
+            return
+        click.echo(f"{d['base_url']} · model {d['model'] or '-'} · {d['day']}: {d['tokens']} of "
+                   f"{d['daily_tokens']} tokens, {count(d['requests'], 'request')}")
+        if d["breaker_open_until"]:
+            click.echo(f"circuit breaker open for {int(d['breaker_open_until'] - time.time())}s "
+                       f"after {count(d['failures'], 'failure')}: {d['last_error']}")
+        elif d["cooldown_until"]:
+            click.echo(f"cooling down for {int(d['cooldown_until'] - time.time())}s")
+        for e in d["strays"]:
+            click.echo(f"  quarantined reply: {e.get('reason')} {e.get('id', '')} ({e.get('verdict') or '-'}, "
+                       f"{e.get('chars', 0)} characters)")
+
+    emit(d, as_json, human)
 
 
 COMMANDS = [learn, learned]

@@ -123,10 +123,10 @@ def _backlog(home: Path) -> dict[str, Any] | None:
     from ..store import ENGINE_ERRORS, open_store
 
     cfg = configmod.load(home)
-    if not cfg.db_path.is_file():
+    if not cfg.on_server and not cfg.db_path.is_file():
         return None
     try:
-        store = open_store(str(cfg.db_path), home, readonly=True)
+        store = open_store(cfg.database_url if cfg.on_server else str(cfg.db_path), home, readonly=True)
         try:
             return backlog(store, home / RATE_FILE)  # type: ignore[arg-type]
         finally:

@@ -50,7 +50,14 @@ def _rows(cfg: configmod.Config, prefix: str) -> list[dict[str, Any]]:
 
 
 def _row(cfg: configmod.Config, key: str, s: model.Spec | None) -> dict[str, Any]:
-    row: dict[str, Any] = {"key": key, "value": cfg.get(key), "source": _source(cfg, key)}
+    from .. import settings as model
+
+    value = cfg.get(key)
+    if key in model.SECRET_KEYS and value:
+        value = model.MASK
+    elif isinstance(value, dict):
+        value = model.masked(value, key)
+    row: dict[str, Any] = {"key": key, "value": value, "source": _source(cfg, key)}
     if s is not None:
         row.update(type=s.type, default=s.default, allowed=s.allowed, env=s.env, reason=s.reason)
     return row
@@ -84,7 +91,9 @@ def config_show(ctx: click.Context, as_json: bool) -> None:
     """Print every setting with its effective value."""
     import yaml
 
-    values = configmod._plain(_load(ctx).values)
+    from .. import settings as model
+
+    values = model.masked(configmod._plain(_load(ctx).values))
     emit(values, as_json, lambda d: click.echo(yaml.safe_dump(d, sort_keys=True, allow_unicode=True)))
 
 
@@ -106,14 +115,16 @@ def config_list(ctx: click.Context, prefix: str, as_json: bool) -> None:
 @handle_errors
 def config_get(ctx: click.Context, key: str, as_json: bool) -> None:
     """Print one setting (dotted key, e.g. recall.token_budget)."""
+    from .. import settings as model
+
     cfg = _load(ctx)
     try:
         value = cfg.get(key)
     except UndeclaredSetting:
         raise ConfigError(f"unknown setting: {key} (`remem config list` shows them all)") from None
+    value = model.masked(value, key) if isinstance(value, dict) else \
+        model.MASK if key in model.SECRET_KEYS and value else value
     if as_json:
-        from .. import settings as model
-
         emit(_row(cfg, key, model.spec(key)), True)
         return
     click.echo(_shown(value) if not isinstance(value, dict) else json.dumps(value, ensure_ascii=False))
@@ -134,7 +145,9 @@ def config_set(ctx: click.Context, key: str, value: str) -> None:
     except ConfigError:     # the file holds a bad value: let `set` fix it (the result is checked)
         home = configmod.home_dir(ctx.ensure_object(dict).get("home"))
         cfg = configmod.Config.unchecked(Path(home), dict(os.environ))
+    from .. import settings as model
+
     stored = cfg.set(key, value)
-    click.echo(f"{key} = {_shown(stored)}")
+    click.echo(f"{key} = {model.MASK if key in model.SECRET_KEYS and stored else _shown(stored)}")
     if key in cfg.env_used:
         click.echo(f"note: {cfg.env_used[key]} is set in this environment and wins over config.yaml", err=True)

@@ -7,7 +7,8 @@ the ingest redactor, and writes each change with an event holding the memory bef
 A project is always recomputed from all its turns (the lifecycle folds across sessions), so an
 incremental run and ``rebuild=True`` give the same memories; incremental only skips projects whose
 turns did not change. The user's actions (approve, reject, edit, lock, forget, rollback) are
-events too and any event can be rolled back.
+events too and any event can be rolled back. With ``learn.llm.base_url`` set, a pass of the optional
+model over the candidates follows (``review.py``); its verdicts are events with actor ``llm``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..ingest.normalize import InputError
@@ -23,6 +25,7 @@ from ..ingest.redact import redact
 from ..scope import Scope
 from ..store.protocols import Learned
 from . import feedback as fbk
+from . import llm, review
 from .learn import learn as learn_core
 from .packets import judge_packets
 from .types import KINDS, STATUSES, Action, Memory, Turn
@@ -270,6 +273,7 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
             rec = _record(owner, m, prev, now, sessions)
             if prev is not None and prev["decided"] == "forgotten":
                 rec["text"], rec["data"] = "", {"decided_on": m.data.get("decided_on", [])}
+            review.carry(prev, rec)                     # the optional LLM's verdict on this evidence
             if prev is not None and not _changed(prev, rec):
                 continue
             area.put(rec)
@@ -285,8 +289,8 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
                            actor="learner", ts=now)
             counts["created" if prev is None else "updated"] += 1
         for s in stored.values():                       # no longer learned from the turns
-            if (s["locked"] or s["decided"]) and s["evidence"]:
-                continue
+            if (s["locked"] or s["decided"]) and s["evidence"] or s["data"].get("origin") == "user":
+                continue                                # decided with evidence, or written by the user
             area.delete(owner, s["id"])
             area.add_event(owner, s["id"], "dropped", view(s), None, actor="learner", ts=now)
             counts["dropped"] += 1
@@ -297,8 +301,11 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
     return counts
 
 
-def run(mem: Remem, scope: Scope, *, rebuild: bool = False) -> dict[str, Any]:
-    """Learn every project in scope whose turns changed since its last learn (all with ``rebuild``)."""
+def run(mem: Remem, scope: Scope, *, rebuild: bool = False,
+        clock: Callable[[], float] | None = None) -> dict[str, Any]:
+    """Learn every project in scope whose turns changed since its last learn (all with ``rebuild``);
+    then, only with ``learn.llm.base_url`` set, let the model judge the candidates (``review``;
+    ``clock`` is its time: the day's budget, the cooldown, the breaker)."""
     t0 = time.perf_counter()
     now = time.time()
     area = _area(mem)
@@ -322,6 +329,9 @@ def run(mem: Remem, scope: Scope, *, rebuild: bool = False) -> dict[str, Any]:
         with mem.store.transaction():
             out["packets_pruned"] = packets.prune(before=now - 86400.0 * float(mem.config.get("learn.packets_days")),
                                                   keep=int(mem.config.get("learn.packets_max")))
+    settings = llm.configured(mem)
+    if settings is not None:                             # only with learn.llm.base_url set
+        out["llm"] = review.review(mem, scope, settings, clock=clock)
     out["seconds"] = round(time.perf_counter() - t0, 3)
     out["learned"] = area.count(scope)
     return out
@@ -356,10 +366,10 @@ def check_filters(status: str | None, kind: str | None) -> tuple[str, ...] | Non
         raise InputError(f"unknown kind {kind!r}: one of {', '.join(KINDS)}")
     if status in (None, "", "all"):
         return None
-    if status == "review":
+    if status in ("review", "quarantined"):
         return ("candidate",)
     if status not in STATUSES:
-        raise InputError(f"unknown status {status!r}: one of {', '.join(STATUSES)}, review or all")
+        raise InputError(f"unknown status {status!r}: one of {', '.join(STATUSES)}, review, quarantined or all")
     return (status,)
 
 
@@ -367,7 +377,7 @@ def listing(mem: Remem, scope: Scope, *, status: str | None = "active",
             kind: str | None = None) -> list[dict[str, Any]]:
     statuses = check_filters(status, kind)
     return [public(r) for r in _area(mem).list(scope, statuses=statuses, kind=kind)
-            if r["decided"] != "forgotten"]
+            if r["decided"] != "forgotten" and (status != "quarantined" or review.quarantined(r))]
 
 
 def _get(mem: Remem, scope: Scope, memory_id: str) -> dict[str, Any]:
@@ -406,40 +416,46 @@ def act(mem: Remem, scope: Scope, memory_id: str, action: str, *, text: str | No
     """A user's decision on one memory, written with its event. Returns the memory after it."""
     if action not in ACTIONS:
         raise InputError(f"unknown action {action!r}: one of {', '.join(ACTIONS)}")
-    area = _area(mem)
     with mem.store.transaction():
-        rec = _get(mem, scope, memory_id)
-        before = view(rec)
-        new = {**rec, "data": dict(rec["data"]), "updated_at": time.time()}
-        if action == "approve":
-            new["status"], new["decided"] = "active", "active"
-        elif action in ("reject", "archive", "forget"):
-            new["status"] = "rejected" if action in ("reject", "forget") else "archived"
-            new["decided"] = {"reject": "rejected", "archive": "archived", "forget": "forgotten"}[action]
-            new["data"]["decided_on"] = [e["turn_id"] for e in rec["evidence"]]
-            new["data"].pop("reconsider", None)
-        elif action == "edit":
-            clean = " ".join((text or "").split())
-            if not clean:
-                raise InputError("the new text is empty")
-            if len(clean) > 2000:
-                raise InputError("the new text is longer than 2000 characters")
-            new["text"], new["edited"], new["locked"] = redact(clean).text, True, True
-        elif action == "lock":
-            new["locked"] = True
-        elif action == "unlock":
-            new["locked"] = False
-        if note:
-            new["data"]["note"] = redact(note[:500]).text
-        if action == "forget":   # a tombstone: the learner never re-creates it; its events quote it
-            new["text"], new["data"] = "", {"decided_on": new["data"]["decided_on"]}
-        area.put(new)
-        if action == "forget":
-            area.purge_events(rec["owner"], memory_id)
-            area.add_event(rec["owner"], memory_id, "forget", {"kind": rec["kind"], "status": rec["status"]},
-                           None, actor=actor, ts=new["updated_at"])
-        else:
-            area.add_event(rec["owner"], memory_id, action, before, view(new), actor=actor, ts=new["updated_at"])
+        return act_in(mem, scope, memory_id, action, text=text, note=note, actor=actor)
+
+
+def act_in(mem: Remem, scope: Scope, memory_id: str, action: str, *, text: str | None = None,
+           note: str = "", actor: str = "user") -> dict[str, Any]:
+    """``act`` inside the caller's transaction (an import applies many decisions all or nothing)."""
+    area = _area(mem)
+    rec = _get(mem, scope, memory_id)
+    before = view(rec)
+    new = {**rec, "data": dict(rec["data"]), "updated_at": time.time()}
+    if action == "approve":
+        new["status"], new["decided"] = "active", "active"
+    elif action in ("reject", "archive", "forget"):
+        new["status"] = "rejected" if action in ("reject", "forget") else "archived"
+        new["decided"] = {"reject": "rejected", "archive": "archived", "forget": "forgotten"}[action]
+        new["data"]["decided_on"] = [e["turn_id"] for e in rec["evidence"]]
+        new["data"].pop("reconsider", None)
+    elif action == "edit":
+        clean = " ".join((text or "").split())
+        if not clean:
+            raise InputError("the new text is empty")
+        if len(clean) > 2000:
+            raise InputError("the new text is longer than 2000 characters")
+        new["text"], new["edited"], new["locked"] = redact(clean).text, True, True
+    elif action == "lock":
+        new["locked"] = True
+    elif action == "unlock":
+        new["locked"] = False
+    if note:
+        new["data"]["note"] = redact(note[:500]).text
+    if action == "forget":   # a tombstone: the learner never re-creates it; its events quote it
+        new["text"], new["data"] = "", {"decided_on": new["data"]["decided_on"]}
+    area.put(new)
+    if action == "forget":
+        area.purge_events(rec["owner"], memory_id)
+        area.add_event(rec["owner"], memory_id, "forget", {"kind": rec["kind"], "status": rec["status"]},
+                       None, actor=actor, ts=new["updated_at"])
+    else:
+        area.add_event(rec["owner"], memory_id, action, before, view(new), actor=actor, ts=new["updated_at"])
     return public(new)
 
 
@@ -465,6 +481,9 @@ def rollback(mem: Remem, scope: Scope, event_id: int, *, actor: str = "user") ->
                     new[k] = old[k]
             if old.get("text"):
                 new["text"] = redact(str(old["text"])).text
+        if ev["actor"] == review.ACTOR and isinstance(new["data"].get("llm"), dict):
+            # the user overruled the model: its verdict is not re-applied nor asked for again
+            new["data"]["llm"] = {**new["data"]["llm"], "verdict": "overruled"}
         area.put(new)
         area.add_event(rec["owner"], rec["id"], "rollback", before, view(new) | {"event": ev["id"]}, actor=actor,
                        ts=new["updated_at"])
@@ -477,3 +496,109 @@ def feedback(mem: Remem, scope: Scope, memory_id: str, verdict: str, note: str =
     if verdict not in VERDICTS:
         raise InputError(f"unknown verdict {verdict!r}: one of {', '.join(VERDICTS)}")
     return act(mem, scope, memory_id, VERDICTS[verdict], note=note, actor=actor)
+
+
+# -- sharing as a file (layers/exchange.py) ---------------------------------------------------
+
+def _shared(mem: Remem, scope: Scope) -> tuple[list[dict[str, Any]], list[str]]:
+    """The active memories a file carries, and the projects they belong to (every project of the
+    scope with learned memories, so an empty one can receive new lines)."""
+    from .exchange import EXPORT_KINDS
+
+    rows = [r for r in _area(mem).list(scope) if r["decided"] != "forgotten"]
+    projects = sorted({r["project"] for r in rows} | ({scope.project} if scope.project else set()))
+    return [r for r in rows if r["status"] == "active" and r["kind"] in EXPORT_KINDS], projects
+
+
+def _active_at(area: Learned, scope: Scope, memory_id: str, ts: float) -> bool:
+    """Was the memory active at ``ts`` (so an export made then carried it)? Its last event up to then
+    says; a memory with no event by then did not exist yet."""
+    state = None
+    for e in area.events(scope, memory_id):
+        if float(e["ts"]) > ts:
+            break
+        if e["after"] is not None:
+            state = e["after"].get("status", state)
+        elif e["action"] in ("dropped", "forget", "forgotten"):
+            state = None
+    return state == "active"
+
+
+def export_file(mem: Remem, scope: Scope, fmt: str = "md", *, home: str | None = None,
+                front_matter: bool = False) -> str:
+    """The active conventions, preferences, decisions, procedures and facts in scope as Markdown or
+    JSON (``remem learned export``), for one owner."""
+    from . import exchange
+
+    if fmt not in ("md", "json"):
+        raise InputError(f"unknown format {fmt!r}: md or json")
+    if len(scope.owners) != 1:
+        raise InputError("export the learned memories of one owner at a time")
+    at = time.time()          # before the read: what changes after it is not in the file
+    records, projects = _shared(mem, scope)
+    if fmt == "json":
+        return exchange.render_json(records, scope.owners[0], projects, at, home=home)
+    return exchange.render_md(records, scope.owners[0], projects, at, home=home, front_matter=front_matter)
+
+
+def import_file(mem: Remem, scope: Scope, text: str, *, archive_missing: bool = False, dry_run: bool = False,
+                actor: str = "user", home: str | None = None) -> dict[str, Any]:
+    """Apply an edited export: changed text → ``edit`` (locks it), new lines → new locked memories
+    written by the user, memories the file lost → ``archive`` with ``archive_missing`` (else only
+    listed). Everything is checked first and applied in one transaction, each change an event."""
+    from ..ingest.pii import anonymise_paths
+    from . import exchange
+
+    if len(scope.owners) != 1:
+        raise InputError("import into one owner at a time")
+    owner = scope.owners[0]
+    header, entries = exchange.parse(text)
+    if header.owner != owner:
+        raise InputError(f"this file was exported for owner {header.owner!r}; pass --owner {header.owner} "
+                         f"to import it there")
+    area = _area(mem)
+    owner_scope = Scope(owners=(owner,))
+    stored = {r["id"]: r for r in area.list(owner_scope)}
+    real = {anonymise_paths(p, home=home): p for _, p in area.projects(owner_scope)}   # file name → project
+    real |= {anonymise_paths(r["project"], home=home): r["project"] for r in stored.values()}
+    if scope.project is not None:
+        shown_project = anonymise_paths(scope.project, home=home)
+        entries = [e for e in entries if e.project == shown_project]
+        header.projects = [p for p in header.projects if p == shown_project]
+    todo = exchange.plan(header, entries, stored, owner, home=home)
+    todo.missing = [r for r in todo.missing if _active_at(area, owner_scope, r["id"], header.at)]
+    out: dict[str, Any] = {"edited": [], "created": [], "unchanged": todo.unchanged, "archived": [],
+                           "missing": [{"id": r["id"], "project": r["project"], "kind": r["kind"],
+                                        "text": exchange.shown(r["text"], home)} for r in todo.missing],
+                           "dry_run": dry_run}
+    news = []
+    for e in todo.new:
+        project = real.get(e.project, e.project)
+        mid = exchange.new_id(owner, project, e.kind, e.text)
+        if mid in stored:
+            out["unchanged"] += 1
+            continue
+        news.append((mid, project, e))
+    out["edited"] = [{"id": e.id, "line": e.line, "before": exchange.shown(rec["text"], home), "after": e.text}
+                     for e, rec in todo.edits]
+    out["created"] = [{"id": mid, "line": e.line, "project": p, "kind": e.kind, "text": e.text}
+                      for mid, p, e in news]
+    if archive_missing:
+        out["archived"] = [m["id"] for m in out["missing"]]
+    if dry_run:
+        return out
+    now = time.time()
+    with mem.store.transaction():
+        for e, rec in todo.edits:
+            act_in(mem, owner_scope, rec["id"], "edit", text=e.text, actor=actor)
+        for mid, project, e in news:
+            rec = {"owner": owner, "id": mid, "project": project, "layer": "L3" if e.kind == "fact" else "L2",
+                   "kind": e.kind, "slot": "", "value": "", "text": redact(e.text).text, "status": "active",
+                   "confidence": 1.0, "sessions": 0, "turns": 0, "locked": True, "edited": True,
+                   "decided": "active", "polarity": 1, "scope": "project", "data": {"origin": "user"},
+                   "stale": 0, "created_at": now, "updated_at": now, "superseded_by": "", "evidence": []}
+            area.put(rec)
+            area.add_event(owner, mid, "created", None, view(rec), actor=actor, ts=now)
+        for mid in out["archived"]:
+            act_in(mem, owner_scope, mid, "archive", actor=actor)
+    return out

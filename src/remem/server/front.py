@@ -74,7 +74,7 @@ class Front:
             st.runner = runner
             self.app = create_app(st)
             st.status = "ready"
-            log.info("API ready in %.2fs (database %s)", time.monotonic() - t0, mem.config.db_path)
+            log.info("API ready in %.2fs (database %s)", time.monotonic() - t0, mem.config.database_label)
             runner.start()
             st.startup_result = {"recovered": recovered, **startup(runner, background=st.background),
                                  "onnx": _prepare_onnx(mem)}

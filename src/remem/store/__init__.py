@@ -1,7 +1,7 @@
 """Storage behind one boundary: protocols (``protocols.py``) and one package per engine.
 
 ``open_store(url, home)`` picks the engine from the database URL (``database.url``): ``sqlite:///…``
-(the default) opens ``store/sqlite/``; ``postgresql://…`` is reserved for the team backend.
+(the default) opens ``store/sqlite/``; ``postgresql://…`` opens ``store/postgres/`` (the team backend).
 SQL, ``sqlite3`` and FTS5 syntax live only below this package (tests/test_architecture.py checks it);
 every read takes a Scope.
 """
@@ -23,7 +23,9 @@ def open_store(url: str | DatabaseURL, home: Path, *, readonly: bool = False) ->
 
         assert u.path is not None
         return SqliteStore(u.path, readonly=readonly, url=u.safe)
-    raise StoreError(f"{u.safe}: the PostgreSQL backend is not built yet; use sqlite:///remem.db")
+    from .postgres import PgStore
+
+    return PgStore(u.url, readonly=readonly, safe_url=u.safe)
 
 
 __all__ = ["ENGINE_ERRORS", "DatabaseURL", "Store", "StoreError", "open_store", "parse"]

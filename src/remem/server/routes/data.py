@@ -118,7 +118,10 @@ def get_config(mem: Mem) -> dict[str, Any]:
 
     env = sorted(k for k, v in configmod.ENV_KEYS.items() if os.environ.get(k))
     names = ["default", *sorted(n for n in EMBEDDERS if n != "default")]
-    return {"values": mem.config.values, "file": mem.config.file_values, "path": str(mem.config.path),
+    from ... import settings as model
+
+    return {"values": model.masked(mem.config.values), "file": model.masked(mem.config.file_values),
+            "path": str(mem.config.path),
             "home": str(mem.home), "env_overrides": {configmod.ENV_KEYS[k]: k for k in env},
             "embedders": names}
 
@@ -146,6 +149,8 @@ def patch_config(mem: Mem, body: dict[str, Any]) -> dict[str, Any]:
                 trial.set(key, value)
             except configmod.ConfigError as e:
                 raise HTTPException(400, f"{key}: {e}") from None
+    from ... import settings as model
+
     stored = {key: mem.config.set(key, value) for key, value in body.items()}
     restart = [k for k in stored if k.startswith(RESTART_KEYS)]
     if any(k.startswith("embedding.") for k in stored):
@@ -153,7 +158,7 @@ def patch_config(mem: Mem, body: dict[str, Any]) -> dict[str, Any]:
     overridden = [k for k in stored if k in configmod.ENV_KEYS.values()
                   and any(os.environ.get(v) for v, key in configmod.ENV_KEYS.items() if key == k)]
     return {"changed": stored, "restart_required": restart, "overridden_by_environment": overridden,
-            "values": mem.config.values}
+            "values": model.masked(mem.config.values)}
 
 
 def _check_type(key: str, value: Any) -> None:

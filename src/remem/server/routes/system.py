@@ -72,10 +72,14 @@ def status(state: State) -> dict[str, Any]:
                            "features": {"sync": optional.has(optional.sync_engine),
                                         "integrations": optional.has(optional.integrations)}}
     if mem is not None:
-        db_path = mem.config.db_path
-        size = sum(os.path.getsize(p) for p in (str(db_path), f"{db_path}-wal", f"{db_path}-shm")
-                   if os.path.exists(p))
-        out["database"] = {"path": str(db_path), "bytes": size, "home": str(mem.home)}
+        if mem.config.on_server:
+            out["database"] = {"path": mem.config.database_label, "bytes": mem.store.maintenance.size_bytes(),
+                               "home": str(mem.home)}
+        else:
+            db_path = mem.config.db_path
+            size = sum(os.path.getsize(p) for p in (str(db_path), f"{db_path}-wal", f"{db_path}-shm")
+                       if os.path.exists(p))
+            out["database"] = {"path": str(db_path), "bytes": size, "home": str(mem.home)}
         out["embedder"] = mem.embedder_status()
     if state.runner is not None:
         out["jobs"] = {"counts": state.runner.counts(), "active": state.runner.active_snapshots()}

@@ -47,7 +47,7 @@ def put_mentions(db: sqlite3.Connection, owner: str, turn_id: str, ents: list[tu
                    [(eid, turn_id, owner) for eid in new])
     pairs = [(owner, a, b) for a, b in itertools.combinations(sorted(new[:MAX_EDGE_ENTITIES]), 2)]
     db.executemany("INSERT INTO entity_edges (owner, src, dst, weight) VALUES (?,?,?,1) "
-                   "ON CONFLICT(owner, src, dst) DO UPDATE SET weight = weight + 1", pairs)
+                   "ON CONFLICT(owner, src, dst) DO UPDATE SET weight = entity_edges.weight + 1", pairs)
     return len(new)
 
 
@@ -89,7 +89,7 @@ def put_mentions_many(db: sqlite3.Connection, items: list[tuple[str, str, list[t
         pairs += [(owner, a, b) for a, b in itertools.combinations(sorted(new[:MAX_EDGE_ENTITIES]), 2)]
     db.executemany("INSERT OR IGNORE INTO entity_mentions (entity_id, turn_id, owner) VALUES (?,?,?)", mentions)
     db.executemany("INSERT INTO entity_edges (owner, src, dst, weight) VALUES (?,?,?,1) "
-                   "ON CONFLICT(owner, src, dst) DO UPDATE SET weight = weight + 1", pairs)
+                   "ON CONFLICT(owner, src, dst) DO UPDATE SET weight = entity_edges.weight + 1", pairs)
     return len(mentions)
 
 

@@ -19,6 +19,7 @@ _COLS = ("owner, id, project, layer, kind, slot, value, text, status, confidence
          "support_turns, locked, edited, decided, polarity, scope, data, stale, created_at, updated_at, "
          "superseded_by")
 _NAMES = [c.strip() for c in _COLS.split(",")]
+_UPSERT = ", ".join(f"{c} = excluded.{c}" for c in _NAMES if c not in ("owner", "id"))
 
 
 def _where(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
@@ -151,7 +152,8 @@ class SqliteLearned:
                 "locked": int(bool(rec.get("locked"))), "edited": int(bool(rec.get("edited")))}
         vals.setdefault("stale", 0)
         vals.setdefault("superseded_by", "")
-        self._db.execute(f"INSERT OR REPLACE INTO learned ({_COLS}) VALUES ({','.join('?' * len(_NAMES))})",
+        self._db.execute(f"INSERT INTO learned ({_COLS}) VALUES ({','.join('?' * len(_NAMES))}) "
+                         f"ON CONFLICT (owner, id) DO UPDATE SET {_UPSERT}",
                          [vals[c] if vals[c] is not None else "" for c in _NAMES])
         self._db.execute("DELETE FROM learned_evidence WHERE owner = ? AND learned_id = ?", (rec["owner"], rec["id"]))
         self._db.executemany(

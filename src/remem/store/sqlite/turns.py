@@ -81,8 +81,8 @@ def write_turn(db: sqlite3.Connection, row: TurnRow, now: float | None = None) -
     if row.session_id:
         db.execute(
             "INSERT INTO sessions (id, owner, agent, project, title, started_at, updated_at, turn_count) "
-            "VALUES (?,?,?,?,?,?,?,1) ON CONFLICT(id) DO UPDATE SET turn_count = turn_count + 1, "
-            "updated_at = max(coalesce(updated_at, 0), excluded.updated_at)",
+            "VALUES (?,?,?,?,?,?,?,1) ON CONFLICT(id) DO UPDATE SET turn_count = sessions.turn_count + 1, "
+            "updated_at = max(coalesce(sessions.updated_at, 0), excluded.updated_at)",
             (session_key(row.owner, row.agent, row.session_id), row.owner, row.agent, row.project,
              row.request[:80], row.started_at or now, row.ended_at or now))
     _link_messages(db, row, row.id)

@@ -1,0 +1,173 @@
+"""The areas of the PostgreSQL engine: SQLite's where their SQL is shared (``db.PgConnection``
+runs it), with what differs overridden here: the word index follows every turn write, jobs are
+claimed with ``FOR UPDATE SKIP LOCKED`` (several daemons may share one database), engine facts
+(integrity, size, copies) are PostgreSQL's, and "clear everything" checks tables in the catalog."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...scope import Scope
+from ..errors import StoreError
+from ..rows import TurnRow
+from ..sqlite.audit import SqliteAudit
+from ..sqlite.candidates import SqliteCandidates, iter_texts, scope_size
+from ..sqlite.entities import SqliteEntities
+from ..sqlite.jobs import SqliteJobs
+from ..sqlite.learned import SqliteLearned
+from ..sqlite.maintenance import SqliteMaintenance
+from ..sqlite.sources import SqliteSources
+from ..sqlite.tombstones import SqliteTombstones
+from ..sqlite.turns import CLEAR_TABLES, COLUMNS, SqliteTurns, write_turn
+from ..sqlite.vectors import SqliteVectors
+
+if TYPE_CHECKING:
+    from . import PgStore
+
+
+class PgSources(SqliteSources):
+    pass
+
+
+class PgLearned(SqliteLearned):
+    pass
+
+
+class PgAudit(SqliteAudit):
+    pass
+
+
+class PgTombstones(SqliteTombstones):
+    pass
+
+
+class PgEntities(SqliteEntities):
+    pass
+
+
+class PgVectors(SqliteVectors):
+    pass
+
+
+class PgTurns(SqliteTurns):
+    """Turns; every write also (re)writes the turn's rows of the word index (``store.text``)."""
+
+    _store: PgStore
+
+    def write(self, row: TurnRow, now: float | None = None) -> tuple[str, str]:
+        tid, status = write_turn(self._db, row, now)
+        if status != "duplicate":
+            got = self._db.execute("SELECT rowid FROM turns WHERE id = ?", (tid,)).fetchone()
+            if got:
+                self._store.text.index_rows([int(got[0])])
+        return tid, status
+
+    def load(self, rows: list[dict[str, Any]]) -> int:
+        if not rows:
+            return 0
+        top = int(self._db.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0])
+        n = super().load(rows)
+        new = [int(r[0]) for r in self._db.execute("SELECT rowid FROM turns WHERE rowid > ? AND tindexed = 0",
+                                                  (top,))]
+        self._store.text.index_rows(new)
+        return n
+
+    def clear(self) -> dict[str, int]:
+        out = {}
+        for table in CLEAR_TABLES:
+            if self._db.execute("SELECT to_regclass(?) IS NOT NULL", (table,)).fetchone()[0]:
+                out[table] = self._db.execute(f"DELETE FROM {table}").rowcount
+        self._store.text.forget()
+        return out
+
+    def unindexed(self, *, ids: list[str] | None = None, limit: int = 2000) -> list[dict[str, Any]]:
+        return [{**r, "has_entities": bool(r["has_entities"])} for r in super().unindexed(ids=ids, limit=limit)]
+
+    def index_text(self, ids: list[str]) -> int:
+        """The substring index (pg_trgm) follows every write by itself: mark the turns done, and
+        write the word rows of any turn still without them."""
+        if not ids:
+            return 0
+        n = 0
+        for i in range(0, len(ids), 500):
+            chunk = ids[i: i + 500]
+            marks = ",".join("?" * len(chunk))
+            todo = [int(r[0]) for r in self._db.execute(
+                f"SELECT rowid FROM turns WHERE id IN ({marks}) AND tindexed = 0", chunk)]
+            self._store.text.index_rows(todo)
+            n += self._db.execute(f"UPDATE turns SET trgm = 1 WHERE id IN ({marks}) AND trgm = 0", chunk).rowcount
+        return n
+
+
+class PgJobs(SqliteJobs):
+    def claim(self, kinds: tuple[str, ...] | None = None) -> dict[str, Any] | None:
+        """Take the oldest runnable job; a job another daemon is taking is skipped, not waited for."""
+        now = time.time()
+        sql = "SELECT id FROM jobs WHERE status = 'queued' AND run_after <= ?"
+        params: list[Any] = [now]
+        if kinds:
+            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            params.extend(kinds)
+        sql += " ORDER BY run_after, id LIMIT 1 FOR UPDATE SKIP LOCKED"
+        row = self._db.execute(
+            f"UPDATE jobs SET status = 'running', attempts = attempts + 1, updated_at = ? WHERE id = ({sql}) "
+            "RETURNING *", [now, *params]).fetchone()
+        if not row:
+            return None
+        d = dict(row)
+        d["payload"] = json.loads(d["payload"] or "{}")
+        return d
+
+
+class PgCandidates(SqliteCandidates):
+    @property
+    def can_snapshot(self) -> bool:
+        return True
+
+    def texts_snapshot(self, scope: Scope) -> tuple[tuple[int, int, float], list[Any]]:
+        conn = self.store.connect(readonly=True)
+        try:
+            with conn.transaction():
+                conn.native("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                return scope_size(conn, scope), list(iter_texts(conn, scope))  # type: ignore[arg-type]
+        finally:
+            conn.close()
+
+
+class PgMaintenance(SqliteMaintenance):
+    def quick_check(self) -> str:
+        self._db.execute("SELECT 1").fetchone()
+        return "ok"
+
+    def journal_mode(self) -> str:
+        return "postgresql"
+
+    def text_index_check(self) -> tuple[bool, str]:
+        """Every turn has its word rows (a turn without them is found by the other channels only)."""
+        missing = int(self._db.execute("SELECT count(*) FROM turns WHERE tindexed = 0").fetchone()[0])
+        return (True, "ok") if not missing else (False, f"{missing} turns have no word index rows")
+
+    def vacuum(self) -> bool:
+        if self._db.in_transaction:
+            return False
+        self._db.execute("VACUUM (ANALYZE)")
+        return True
+
+    def copy_to(self, dest: Path) -> Path:
+        raise StoreError("a copy to a file is SQLite's (memory.sqlite); on PostgreSQL use `remem export` "
+                         "(JSONL) or pg_dump")
+
+    def table_rows(self) -> dict[str, int]:
+        names = [r[0] for r in self._db.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename")]
+        return {n: int(self._db.execute(f'SELECT count(*) FROM "{n}"').fetchone()[0]) for n in names}
+
+    def size_bytes(self) -> int:
+        return int(self._db.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+
+
+__all__ = ["COLUMNS", "PgAudit", "PgCandidates", "PgEntities", "PgJobs", "PgLearned", "PgMaintenance",
+           "PgSources", "PgTombstones", "PgTurns", "PgVectors"]

@@ -1,0 +1,236 @@
+"""The text index of the PostgreSQL engine (``store.text``): remem's own words, bm25 with real
+document frequencies, pg_trgm substrings.
+
+PostgreSQL's text search parser keeps ``src/remem/db.py`` as one word and a Chinese run as one word,
+and ``ts_rank_cd`` knows no document frequency; so this engine tokenises like SQLite's FTS5
+``unicode61 remove_diacritics 2`` (letters and digits, case folded, accents removed) in Python and
+keeps one row per (term, turn) in ``turn_terms`` with FTS5's column weights applied to its counts
+(request 3.0, reply 1.5, actions 0.8, summary 2.0, cjk 2.0 — the order of SQLite's ``BM25``). A query
+is scored with FTS5's bm25 (k1 = 1.2, b = 0.75, idf = ln((N − n + ½) / (n + ½)), at least 1e-6)
+from those rows: the same ranking SQLite gives, computed in SQL. CJK terms match as all of their
+bigrams (the ``cjk`` column holds them), a prefix term as every word it starts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+import unicodedata
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from ...scope import Scope
+from ..protocols import TextQuery, TextTerm
+
+if TYPE_CHECKING:
+    from . import PgStore
+
+K1, B = 1.2, 0.75
+# the weights of SQLite's bm25(turns_fts, …) by column: request, reply, actions, summary, cjk
+WEIGHTS = (("request", 3.0), ("reply", 1.5), ("actions", 0.8), ("summary", 2.0), ("cjk", 2.0))
+STATS_TTL = 30.0
+DF_TTL = 300.0
+_TOKEN = re.compile(r"[^\W_]+")
+_MAX_TERM = 200
+
+
+def _fold(text: str) -> str:
+    low = text.lower()
+    if low.isascii():
+        return low
+    return "".join(c for c in unicodedata.normalize("NFKD", low) if not unicodedata.combining(c))
+
+
+def tokenize(text: str) -> list[str]:
+    """Words as FTS5's unicode61 tokenizer with remove_diacritics 2 makes them (Unicode letters and
+    digits; everything else separates)."""
+    return [t for t in _TOKEN.findall(_fold(text)) if len(t) <= _MAX_TERM]
+
+
+def _bigrams(run: str) -> list[str]:
+    return [run[i: i + 2] for i in range(len(run) - 1)] if len(run) >= 2 else ([run] if run else [])
+
+
+def _like(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+class PgText:
+    """``store.text`` of the PostgreSQL engine."""
+
+    def __init__(self, store: PgStore) -> None:
+        self.store = store
+        self._lock = threading.Lock()
+        self._df: dict[str, tuple[int, float]] = {}
+        self._stats: tuple[int, float, float] | None = None   # (documents, mean length, when)
+
+    # -- writing the index (called by the turns area inside the write's transaction) -------------
+    def index_rows(self, rowids: list[int]) -> int:
+        """(Re)build the word rows of these turns from their text."""
+        db = self.store.conn
+        done = 0
+        for i in range(0, len(rowids), 500):
+            chunk = rowids[i: i + 500]
+            rows = db.native("SELECT rowid, request, reply, actions, summary, cjk FROM turns WHERE rowid = ANY(%s)",
+                             (chunk,)).fetchall()
+            db.native("DELETE FROM turn_terms WHERE turn = ANY(%s)", (chunk,))
+            terms: list[tuple[str, int, float]] = []
+            lens: list[tuple[int, int]] = []
+            for r in rows:
+                weighted: Counter[str] = Counter()
+                total = 0
+                for (col, w), text in zip(WEIGHTS, r[1:]):
+                    toks = tokenize(text or "")
+                    total += len(toks)
+                    for t, n in Counter(toks).items():
+                        weighted[t] += w * n
+                terms.extend((t, r[0], tf) for t, tf in weighted.items())
+                lens.append((total, r[0]))
+            if terms:
+                with db.raw.cursor().copy("COPY turn_terms (term, turn, tf) FROM STDIN") as cp:
+                    for row in terms:
+                        cp.write_row(row)
+            db.raw.cursor().executemany("UPDATE turns SET tlen = %s, tindexed = 1 WHERE rowid = %s", lens)
+            done += len(rows)
+        return done
+
+    # -- statistics ------------------------------------------------------------------------------
+    def size(self) -> int:
+        return int(self.store.conn.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0])
+
+    def _corpus(self) -> tuple[int, float]:
+        now = time.time()
+        got = self._stats
+        if got is None or now - got[2] > STATS_TTL:
+            r = self.store.conn.execute("SELECT count(*), coalesce(avg(tlen), 0) FROM turns WHERE tindexed = 1"
+                                        ).fetchone()
+            got = (int(r[0]), float(r[1]), now)
+            self._stats = got
+        return got[0], got[1]
+
+    def doc_freqs(self, terms: list[str]) -> tuple[int, dict[str, int]]:
+        now = time.time()
+        out: dict[str, int] = {}
+        missing = []
+        with self._lock:
+            for t in terms:
+                got = self._df.get(t)
+                if got and now - got[1] < DF_TTL:
+                    out[t] = got[0]
+                else:
+                    missing.append(t)
+        if missing:
+            found = dict(self.store.conn.native(
+                "SELECT term, count(*) FROM turn_terms WHERE term = ANY(%s) GROUP BY term", (missing,)).fetchall())
+            with self._lock:
+                if len(self._df) > 50_000:
+                    self._df.clear()
+                for t in missing:
+                    out[t] = int(found.get(t, 0))
+                    if out[t]:
+                        self._df[t] = (out[t], now)
+        return self.size(), out
+
+    def forget(self) -> None:
+        with self._lock:
+            self._df.clear()
+            self._stats = None
+
+    # -- word / CJK search (bm25) ----------------------------------------------------------------
+    def _branch(self, t: TextTerm, n_docs: int) -> tuple[str, list[Any]] | None:
+        """SQL giving (turn, tf) for one query term, and the term's idf folded into the tf."""
+        db = self.store.conn
+        if t.cjk and len(t.text) > 1:
+            grams = list(dict.fromkeys(_bigrams(t.text)))
+            sel = ("SELECT turn, min(tf) AS tf FROM turn_terms WHERE term = ANY(%s) GROUP BY turn "
+                   "HAVING count(*) = %s")
+            args: list[Any] = [grams, len(grams)]
+        elif t.prefix or (t.cjk and len(t.text) == 1):
+            word = _fold(t.text)
+            sel = "SELECT turn, sum(tf) AS tf FROM turn_terms WHERE term LIKE %s GROUP BY turn"
+            args = [_like(word)]
+        else:
+            words = tokenize(t.text)
+            if not words:
+                return None
+            if len(words) > 1:  # a term the tokenizer splits: a phrase of its words (all of them)
+                grams = list(dict.fromkeys(words))
+                sel = ("SELECT turn, min(tf) AS tf FROM turn_terms WHERE term = ANY(%s) GROUP BY turn "
+                       "HAVING count(*) = %s")
+                args = [grams, len(grams)]
+            else:
+                sel = "SELECT turn, tf FROM turn_terms WHERE term = %s"
+                args = [words[0]]
+        df = int(db.native(f"SELECT count(*) FROM ({sel}) d", args).fetchone()[0])
+        if not df:
+            return None
+        idf = math.log((n_docs - df + 0.5) / (df + 0.5)) if n_docs else 0.0
+        return sel, [*args, max(idf, 1e-6)]
+
+    def search_words(self, scope: Scope, query: TextQuery, limit: int, *, since: float | None = None,
+                     until: float | None = None, newest: bool = False) -> list[tuple[str, float]]:
+        terms = list(dict.fromkeys(query.terms))
+        if not terms:
+            return []
+        n_docs, avgdl = self._corpus()
+        branches = []
+        args: list[Any] = []
+        for i, t in enumerate(terms):
+            got = self._branch(t, n_docs)
+            if got is None:
+                if query.every:
+                    return []
+                continue
+            sel, a = got  # a: the branch's parameters, then its idf (selected first)
+            branches.append(f"SELECT turn, {i} AS q, %s::float8 AS idf, tf FROM ({sel}) b{i}")
+            args += [a[-1], *a[:-1]]
+        if not branches:
+            return []
+        where, params = scope.sql("t")
+        where = where.replace("?", "%s")
+        extra, eargs = "", []
+        if since is not None:
+            extra += " AND coalesce(t.ended_at, t.started_at, t.created_at) >= %s"
+            eargs.append(since)
+        if until is not None:
+            extra += " AND coalesce(t.ended_at, t.started_at, t.created_at) < %s"
+            eargs.append(until)
+        having = f" HAVING count(DISTINCT h.q) = {len(terms)}" if query.every else ""
+        order = "t.rowid DESC" if newest else "s DESC, t.rowid"
+        sql = (f"SELECT t.id, sum(h.idf * h.tf * {K1 + 1} / (h.tf + {K1} * (1 - {B} + {B} * t.tlen / "
+               f"greatest(%s::float8, 1e-9)))) AS s "
+               f"FROM ({' UNION ALL '.join(branches)}) h JOIN turns t ON t.rowid = h.turn "
+               f"WHERE {where} AND t.deleted = 0{extra} GROUP BY t.id, t.rowid{having} ORDER BY {order} LIMIT %s")
+        rows = self.store.conn.native(sql, [avgdl or 1.0, *args, *params, *eargs, limit]).fetchall()
+        hits = [(r[0], float(r[1])) for r in rows]
+        return sorted(hits, key=lambda h: -h[1]) if newest else hits
+
+    # -- substrings ------------------------------------------------------------------------------
+    def search_substrings(self, scope: Scope, terms: list[str], limit: int) -> list[tuple[str, float]]:
+        """Turns whose request or actions hold any of ``terms`` (≥ 3 characters, any case), most
+        terms first (pg_trgm's GIN indexes answer the ILIKE)."""
+        terms = list(dict.fromkeys(t for t in terms if len(t) >= 3))
+        if not terms:
+            return []
+        pats = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for t in terms]
+        score = " + ".join("(CASE WHEN request ILIKE %s OR actions ILIKE %s THEN 1 ELSE 0 END)" for _ in pats)
+        match = " OR ".join("request ILIKE %s OR actions ILIKE %s" for _ in pats)
+        where, params = scope.sql()
+        where = where.replace("?", "%s")
+        pairs = [p for p in pats for _ in (0, 1)]
+        sql = (f"SELECT id, {score} AS s FROM turns WHERE ({match}) AND {where} AND deleted = 0 "
+               f"ORDER BY s DESC, rowid DESC LIMIT %s")
+        rows = self.store.conn.native(sql, [*pairs, *pairs, *params, limit]).fetchall()
+        return [(r[0], float(r[1])) for r in rows]
+
+    def search_short(self, scope: Scope, needle: str, limit: int, scan_limit: int = 3000) -> list[tuple[str, float]]:
+        """A plain scan of the newest turns for a needle too short for the trigram index (1–2 characters)."""
+        if not needle:
+            return []
+        where, params = scope.sql()
+        sql = (f"SELECT id FROM (SELECT id, request, reply FROM turns WHERE {where} AND deleted = 0 "
+               f"ORDER BY rowid DESC LIMIT ?) r WHERE strpos(request, ?) > 0 OR strpos(reply, ?) > 0 LIMIT ?")
+        rows = self.store.conn.execute(sql, [*params, scan_limit, needle, needle, limit]).fetchall()
+        return [(r[0], 1.0) for r in rows]
