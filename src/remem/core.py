@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import logging
 import os
 import threading
 import time
@@ -19,12 +20,14 @@ from .ingest.pipeline import PRESERVED, BatchResult, WriteResult, persist
 from .model import ToolCall, TurnIn
 from .recall.context import RecallContext, RecallSettings
 from .scope import Scope
-from .store import StoreError, open_store
+from .store import ENGINE_ERRORS, StoreError, open_store
 from .store.protocols import WriteStore
 
 EXPORT_VERSION = 1
 MAX_PENDING_ACCESS = 1000  # recall hits waiting to be counted (oldest dropped past this)
 ONNX_BACKLOG = tasks.ONNX_BACKLOG
+PRUNE_PACKETS_EVERY = 200  # every this many packet records, the old ones are pruned (learn.packets_*)
+log = logging.getLogger(__name__)
 
 
 class Remem:
@@ -219,9 +222,11 @@ class Remem:
         facts come with a session's first prompt — unless ``core_shown``: the session's start context
         (:meth:`session_start`) already carried them."""
         entry, ctx = self._recall_entries(), self.recall
-        return entry.turn_start(ctx, prompt, self._read_as(owner, agent, scope), project=project,
-                                budget=int(budget or ctx.settings.token_budget), session=session,
-                                core_shown=core_shown)
+        sc = self._read_as(owner, agent, scope)
+        out = entry.turn_start(ctx, prompt, sc, project=project,
+                               budget=int(budget or ctx.settings.token_budget), session=session,
+                               core_shown=core_shown)
+        return self._recorded(out, prompt, "turn_start", sc, project=project, session=session, agent=agent)
 
     def session_start(self, *, project: str | None, owner: str | builtins.list[str] | None = None,
                       agent: str | None = None, budget: int | None = None,
@@ -236,22 +241,53 @@ class Remem:
                   project: str | None = None, budget: int | None = None,
                   scope: Scope | None = None) -> dict[str, Any]:
         """A sub-agent's task prompt → a smaller packet (recall/entry.py)."""
-        return self._recall_entries().sub_agent(self.recall, task, self._read_as(owner, agent, scope),
-                                                project=project, budget=budget)
+        sc = self._read_as(owner, agent, scope)
+        out = self._recall_entries().sub_agent(self.recall, task, sc, project=project, budget=budget)
+        return self._recorded(out, task, "sub_agent", sc, project=project, agent=agent)
 
     def repair(self, error: str, *, tool: str = "", owner: str | builtins.list[str] | None = None,
                agent: str | None = None, budget: int | None = None, scope: Scope | None = None,
                project: str | None = None) -> dict[str, Any]:
         """After repeated failures: the procedures learned for this error (with ``project``), then past
         failures with the same error signature and what fixed them."""
-        return self._recall_entries().repair(self.recall, error, self._read_as(owner, agent, scope), tool=tool,
-                                             budget=budget, project=project)
+        sc = self._read_as(owner, agent, scope)
+        out = self._recall_entries().repair(self.recall, error, sc, tool=tool, budget=budget, project=project)
+        return self._recorded(out, error, "repair", sc, project=project, agent=agent)
 
     def resume(self, query: str, *, session: str | None = None, owner: str | builtins.list[str] | None = None,
                agent: str | None = None, budget: int | None = None, scope: Scope | None = None) -> dict[str, Any]:
         """No ``session``: up to 5 candidate episodes for ``query``; with one: that episode in full."""
-        return self._recall_entries().resume(self.recall, query, self._read_as(owner, agent, scope),
-                                             session=session, budget=budget)
+        sc = self._read_as(owner, agent, scope)
+        out = self._recall_entries().resume(self.recall, query, sc, session=session, budget=budget)
+        return self._recorded(out, query, "resume", sc, agent=agent)
+
+    def _recorded(self, packet: dict[str, Any], prompt: str, entry: str, scope: Scope, *,
+                  project: str | None = None, session: str | None = None,
+                  agent: str | None = None) -> dict[str, Any]:
+        """Record what the packet contained (``store.packets``: ids and a prompt hash, never text) so
+        its outcome can be judged later (issue 18); adds its ``packet_id``. Best effort and cheap: one
+        small insert that gives up at once when another writer holds the lock, and never fails a
+        recall (a packet not recorded is only a packet not judged)."""
+        area = getattr(self.store, "packets", None)
+        if area is None or self.readonly:
+            return packet
+        from .recall.record import packet_record
+
+        now = time.time()
+        rec = packet_record(packet, prompt, entry=entry, owner=scope.owners[0], project=project,
+                            session=session, agent=canonical_agent(agent) if agent else None, now=now)
+        if rec is None:
+            return packet
+        try:
+            with self.store.transaction(wait=False):
+                pid = area.add(rec)
+                if pid % PRUNE_PACKETS_EVERY == 0:
+                    area.prune(before=now - 86400.0 * float(self.config.get("learn.packets_days")),
+                               keep=int(self.config.get("learn.packets_max")))
+        except ENGINE_ERRORS as e:
+            log.debug("packet not recorded: %s", e)
+            return packet
+        return {**packet, "packet_id": pid}
 
     def timeline(self, session_id: str, *, owner: str | builtins.list[str] | None = None,
                  limit: int = 500) -> builtins.list[dict[str, Any]]:

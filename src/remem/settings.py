@@ -175,6 +175,13 @@ class Learn(Section):
                             env="REMEM_LEARN_ENABLED")
     delay_seconds: float = setting(30.0, "the background learn runs this long after the last write, so a "
                                    "burst of live captures learns once", env="REMEM_LEARN_DELAY", ge=0.0, le=3600.0)
+    feedback: bool = setting(True, "what follows a packet (the user correcting the agent, the agent following an "
+                             "injected preference) weakens or supports the learned memories it injected "
+                             "(docs/learning.md, Feedback)", env="REMEM_LEARN_FEEDBACK")
+    packets_days: int = setting(30, "a record of what each packet contained (ids and a prompt hash, no text) is "
+                                "kept this long, to join outcomes and for the viewer's thumbs", ge=1, le=3650)
+    packets_max: int = setting(20000, "at most this many packet records are kept (the oldest go first)",
+                               ge=100, le=10_000_000)
     llm: Llm = Field(default_factory=Llm)
 
 

@@ -12,6 +12,14 @@ the probe's prompt (``layers.select.pick``), and the picks are judged against th
   without the project's core facts that the first prompt of a session carries by design
   (``false_injection_prompt_matched``: items the prompt itself brought in).
 
+Feedback (issue 18) is simulated from the histories themselves: before each session the project is
+learned up to that point (at most ``SNAPSHOTS`` learns a project; between them the latest one stands),
+every earlier turn gets the packet the learned channel would have built for it, its outcome is judged
+from the user's next message and the commands' results (``layers.feedback.turn_outcome``), and the
+verdicts (``layers.feedback.judge``) known before a probe are folded into the memories learned for it
+(``layers.feedback.apply``) before its packet is picked. ``overall`` is with feedback,
+``without_feedback`` the same probes without it (``--no-feedback``: only that).
+
 Probe prompts are not stored in the labels (the histories carry no licence): each probe has
 ``_prompt_sha1`` and the prompt is read from the history here and checked against it.
 
@@ -25,8 +33,10 @@ import json
 import os
 import sys
 import time
+from copy import copy
 from typing import Any
 
+from ..layers import feedback as fbk
 from ..layers.learn import learn
 from ..layers.select import RECENT_TURNS, pick, recent_context
 from ..layers.types import Memory, Turn
@@ -55,11 +65,59 @@ def _position(turns: list[Turn], session: str, k: int) -> int | None:
 
 
 TUNE = ("chitin", "blastmerge", "pokerswound", "ttc", "ypos", "alpamayo")   # looked at while tuning
+SNAPSHOTS = 40       # learns a project at most, for the packets of its earlier turns (feedback)
+
+
+def feedback_events(turns: list[Turn], upto: int, cache: dict[int, list[Memory]],
+                    timing: dict[str, float]) -> list[tuple[int, str, str, str]]:
+    """(known at position, memory id, effect, turn id) for every turn before ``upto``: the packet the
+    learned channel builds for it from what was learned before its session, judged by what followed."""
+    starts = [i for i in range(min(upto, len(turns))) if i == 0 or turns[i].session != turns[i - 1].session]
+    step = max(1, -(-len(starts) // SNAPSHOTS))
+    snap = set(starts[::step])
+    out: list[tuple[int, str, str, str]] = []
+    active: list[dict[str, Any]] = []
+    for j in range(min(upto, len(turns)) - 1):
+        if j in snap:
+            if j not in cache:
+                t0 = time.perf_counter()
+                cache[j] = learn(turns[:j])
+                timing["learn_s"] = timing.get("learn_s", 0.0) + time.perf_counter() - t0
+            active = [m.to_dict() | {"polarity": m.polarity} for m in cache[j] if m.status == "active"]
+        t, nxt = turns[j], turns[j + 1]
+        if nxt.session != t.session or not active:
+            continue
+        first = j == 0 or turns[j - 1].session != t.session
+        ctx = recent_context(a for x in turns[max(0, j - RECENT_TURNS):j] if x.session == t.session for a in x.actions)
+        picked = pick(active, t.request, first_of_session=first, now=t.ts or time.time(), recent_context=ctx)
+        result = fbk.turn_outcome(t, nxt)
+        for v in fbk.judge(picked, t, nxt, result):
+            out.append((j + 1, v.memory_id, v.effect, t.id))
+    return out
+
+
+def with_feedback(mems: list[Memory], events: list[tuple[int, str, str, str]], pos: int) -> list[Memory]:
+    """The memories learned for a probe at ``pos`` with the feedback known before it folded in (copies)."""
+    fb: dict[str, dict[str, Any]] = {}
+    for at, mid, effect, tid in events:
+        if at < pos:
+            fb[mid] = fbk.add(fb.get(mid), effect, tid)
+    out = []
+    for m in mems:
+        if m.id in fb:
+            m = copy(m)
+            m.data = dict(m.data)
+            fbk.apply(m, fb[m.id])
+        out.append(m)
+    return out
+
 
 
 def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
-        core_at: str = "prompt") -> dict[str, Any]:
-    """``core_at="prompt"``: the core facts ride with a session's first prompt (what turn_start does);
+        core_at: str = "prompt", feedback: bool = True,
+        caches: dict[str, dict[int, list[Memory]]] | None = None) -> dict[str, Any]:
+    """``feedback``: fold the feedback simulated from the history before each probe into its memories
+    (module doc). ``core_at="prompt"``: the core facts ride with a session's first prompt (what turn_start does);
     ``"session_start"``: they are in the SessionStart context instead, visible to every prompt of the
     session (counted for coverage) but not part of any prompt's packet (not counted as injection)."""
     raw = os.path.join(data, "raw")
@@ -67,7 +125,7 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
     per: dict[str, Any] = {}
     tot: dict[str, Any] = {"need_point": [0, 0], "later_task": [0, 0], "negative": [0, 0],
                            "negative_prompt_matched": [0, 0], "items": 0,
-                           "probes": 0, "bad_prompt": 0, "learn_s": 0.0, "negative_why": {}}
+                           "probes": 0, "bad_prompt": 0, "learn_s": 0.0, "negative_why": {}, "feedback": {}}
     for p in names:
         items, probes = _labels(labels_dir, p)
         if not probes:
@@ -76,8 +134,17 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
         turns = read_project(os.path.join(raw, p), p)   # contract order: sessions by name, turns in order
         row: dict[str, Any] = {"need_point": [0, 0], "later_task": [0, 0], "negative": [0, 0],
                                "negative_prompt_matched": [0, 0], "items": 0, "misses": []}
-        cache: dict[int, list[Memory]] = {}
+        cache: dict[int, list[Memory]] = caches.setdefault(p, {}) if caches is not None else {}
         starts: dict[str, list[Memory]] = {}
+        events: list[tuple[int, str, str, str]] = []
+        if feedback:
+            last = max((p for p in (_position(turns, pr["before"]["session"], int(pr["before"]["turn"]))
+                                    for pr in probes) if p is not None), default=0)
+            timing: dict[str, float] = {}
+            events = feedback_events(turns, last, cache, timing)
+            tot["learn_s"] += timing.get("learn_s", 0.0)
+            for _at, _mid, effect, _tid in events:
+                tot["feedback"][effect] = tot["feedback"].get(effect, 0) + 1
         for pr in probes:
             b = pr["before"]
             pos = _position(turns, b["session"], int(b["turn"]))
@@ -92,7 +159,7 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
                 t0 = time.perf_counter()
                 cache[pos] = learn(turns[:pos])
                 tot["learn_s"] += time.perf_counter() - t0
-            mems = cache[pos]
+            mems = with_feedback(cache[pos], events, pos) if events else cache[pos]
             by_id = {m.id: m for m in mems}
             now = turns[pos].ts or time.time()
             first = int(b["turn"]) == 1
@@ -154,7 +221,7 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
                         "negative_items_by_why": dict(sorted(tot["negative_why"].items())),
                         "learned_items_per_probe": round(tot["items"] / tot["probes"], 2) if tot["probes"] else None,
                         "probes_unreadable": tot["bad_prompt"], "learn_seconds": round(tot["learn_s"], 1),
-                        "core_at": core_at},
+                        "core_at": core_at, "feedback": feedback, "feedback_verdicts": tot["feedback"]},
             "groups": {g: {"need_point_coverage": rate(tot[g]["need_point"]),
                            "later_task_coverage": rate(tot[g]["later_task"]),
                            "false_injection": rate(tot[g]["negative"]),
@@ -173,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--core-at", choices=("prompt", "session_start"), default="prompt",
                     help="where the core facts go: with a session's first prompt (default) or in the "
                          "SessionStart context")
+    ap.add_argument("--no-feedback", action="store_true",
+                    help="do not simulate feedback from the histories (by default both are reported)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     if not os.path.isdir(os.path.join(a.data, "raw")):
@@ -181,7 +250,11 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.isdir(a.labels):
         print(f"no label folder {a.labels}", file=sys.stderr)
         return 2
-    rep = run(a.data, a.labels, a.project, core_at=a.core_at)
+    caches: dict[str, dict[int, list[Memory]]] = {}
+    rep = run(a.data, a.labels, a.project, core_at=a.core_at, feedback=not a.no_feedback, caches=caches)
+    if not a.no_feedback:     # the same probes without feedback, on the same learns
+        base = run(a.data, a.labels, a.project, core_at=a.core_at, feedback=False, caches=caches)
+        rep["without_feedback"] = {"overall": base["overall"], "groups": base["groups"]}
     if a.json:
         print(json.dumps(rep, indent=1))
         return 0
@@ -189,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{p:15s} need {r['need_point']:>6s}  later {r['later_task']:>6s}  negative-injected "
               f"{r['negative']:>6s}  items {r['items']}")
     print("overall", json.dumps(rep["overall"]))
+    if "without_feedback" in rep:
+        print("without feedback", json.dumps(rep["without_feedback"]["overall"]))
     for g, r in rep["groups"].items():
         print(g, json.dumps({k: v for k, v in r.items() if k != "counts"}))
     return 0

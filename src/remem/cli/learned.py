@@ -68,8 +68,8 @@ def learn(ctx: click.Context, project: str | None, rebuild: bool, owner: str | N
 
 @click.group()
 def learned() -> None:
-    """Review what remem learned: list, show, history, approve, reject, edit, lock, forget, rollback;
-    export it as a file to edit and share, import the edited file."""
+    """Review what remem learned: list, show, history, approve, reject, edit, lock, forget, rollback,
+    feedback (good, bad, outdated); export it as a file to edit and share, import the edited file."""
 
 
 @learned.command("list")
@@ -172,6 +172,28 @@ for _action, _doc in (("approve", "Make a learned memory active (it stays active
                       ("archive", "Archive a learned memory (outdated): it is no longer used."),
                       ("forget", "Forget a learned memory: its text and history go; it is not learned again.")):
     learned.add_command(_decision(_action, _doc))
+
+
+def _verdict(verdict: str, doc: str) -> click.Command:
+    @click.command(name=verdict, help=doc)
+    @click.argument("memory_id")
+    @click.option("--note", default="", help="Why (kept with the memory, redacted, ≤ 500 characters).")
+    @click.option("--owner", default=None, help="Owner; default from config.")
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+    @click.pass_context
+    @handle_errors
+    def cmd(ctx: click.Context, memory_id: str, note: str, owner: str | None, as_json: bool) -> None:
+        d = _service().feedback(open_mem(ctx), _scope(ctx, None, owner), memory_id, verdict, note, actor="user")
+        emit(d, as_json, lambda d: click.echo(f"{verdict}: {d['id']} is now {d['status']}"))
+
+    return cmd
+
+
+for _verdict_name, _doc in (("good", "Feedback: a learned memory is right (approve: it is active and stays so)."),
+                            ("bad", "Feedback: a learned memory is wrong (reject: never injected, not re-learned "
+                                    "from the same evidence)."),
+                            ("outdated", "Feedback: a learned memory no longer holds (archive: kept, never injected).")):
+    learned.add_command(_verdict(_verdict_name, _doc))
 
 
 @learned.command()

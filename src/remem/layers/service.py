@@ -26,8 +26,10 @@ from ..ingest.normalize import InputError
 from ..ingest.redact import redact
 from ..scope import Scope
 from ..store.protocols import Learned
+from . import feedback as fbk
 from . import llm, review
 from .learn import learn as learn_core
+from .packets import judge_packets
 from .types import KINDS, STATUSES, Action, Memory, Turn
 
 log = logging.getLogger(__name__)
@@ -261,7 +263,7 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
                   now: float) -> dict[str, int]:
     """Recompute one owner's project from its turns and write the differences with events."""
     area = _area(mem)
-    counts = {"created": 0, "updated": 0, "dropped": 0, "turns": 0}
+    counts = {"created": 0, "updated": 0, "dropped": 0, "turns": 0, "packets_judged": 0}
     rows = _not_private(mem, area.turns_in_time_order(owner, project)) if seen else []
     counts["turns"] = len(rows)
     exact = Scope(owners=(owner,), project=project)
@@ -274,10 +276,20 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
         sessions.setdefault(t.session, []).append(t.id)
     computed = learn_core(turns, locked=locked, rejected=refuse) if rows else []
     computed += plugin_memories(rows, project, mem) if rows else []
+    judged, verdicts = judge_packets(mem, owner, project, rows, turns, stored, now) if rows else ([], {})
     with mem.store.transaction():
+        for pid, result, turn_id in judged:
+            mem.store.packets.judge(owner, pid, result, turn_id, now)  # type: ignore[attr-defined]
+        counts["packets_judged"] = len(judged)
         for m in computed:
             prev = stored.pop(m.id, None)
+            heard = verdicts.get(m.id, [])
             if prev is not None:
+                fb = prev["data"].get("feedback")
+                for v, _pid, turn_id in heard:
+                    fb = fbk.add(fb, v.effect, turn_id)
+                    counts[v.effect] = counts.get(v.effect, 0) + 1
+                fbk.apply(m, fb)
                 if prev["locked"] and m.id not in locked:   # locked, its text cleared by a forget
                     m.locked, m.status = True, prev["status"]
                 decided = prev["decided"]
@@ -298,6 +310,13 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
                 continue
             area.put(rec)
             action = _action(prev, rec)
+            if prev is not None and heard:
+                for v, pid, turn_id in heard:        # feedback: its own events, with before / after
+                    area.add_event(owner, m.id, v.effect, view(prev),
+                                   view(rec) | {"packet": pid, "turn": turn_id, "reason": v.reason},
+                                   actor="feedback", ts=now)
+                if action == "updated":
+                    continue
             area.add_event(owner, m.id, action, None if prev is None else view(prev), view(rec),
                            actor="learner", ts=now)
             counts["created" if prev is None else "updated"] += 1
@@ -324,7 +343,8 @@ def run(mem: Remem, scope: Scope, *, rebuild: bool = False,
     area = _area(mem)
     have = area.projects(scope)
     cursors = area.cursors(scope)
-    out: dict[str, Any] = {"projects": 0, "skipped": 0, "turns": 0, "created": 0, "updated": 0, "dropped": 0}
+    out: dict[str, Any] = {"projects": 0, "skipped": 0, "turns": 0, "created": 0, "updated": 0, "dropped": 0,
+                           "packets_judged": 0, **dict.fromkeys(fbk.EFFECTS, 0)}
     for key in sorted(set(have) | set(cursors)):
         seen, cur = have.get(key), cursors.get(key)
         fresh = (cur is not None and not cur["dirty"] and seen is not None
@@ -335,7 +355,12 @@ def run(mem: Remem, scope: Scope, *, rebuild: bool = False,
         got = learn_project(mem, key[0], key[1], seen, now)
         out["projects"] += 1
         for k, v in got.items():
-            out[k] += v
+            out[k] = out.get(k, 0) + v
+    packets = getattr(mem.store, "packets", None)
+    if packets is not None:
+        with mem.store.transaction():
+            out["packets_pruned"] = packets.prune(before=now - 86400.0 * float(mem.config.get("learn.packets_days")),
+                                                  keep=int(mem.config.get("learn.packets_max")))
     settings = llm.configured(mem)
     if settings is not None:                             # only with learn.llm.base_url set
         out["llm"] = review.review(mem, scope, settings, clock=clock)
@@ -360,8 +385,8 @@ def run_job(mem: Remem, payload: dict[str, Any]) -> dict[str, Any]:
         more = run(mem, scope)
         if not more["projects"]:
             break
-        for k in ("projects", "turns", "created", "updated", "dropped"):
-            out[k] += more[k]
+        for k in ("projects", "turns", "created", "updated", "dropped", "packets_judged", *fbk.EFFECTS):
+            out[k] = out.get(k, 0) + more.get(k, 0)
         out["learned"] = more["learned"]
     return out
 

@@ -150,6 +150,39 @@ class Learned(Protocol):
     def event(self, scope: Any, event_id: int) -> dict[str, Any] | None: ...
 
 
+# -- packets (feedback) --
+@runtime_checkable
+class Packets(Protocol):
+    """What each packet handed to an agent contained (issue 18): entry point, session, owner and
+    project, a prompt hash (never the prompt) and its item ids, later the outcome of the turn that
+    followed. Reads take a Scope (owners; project when set); rows are pruned by age and count."""
+
+    def add(self, rec: dict[str, Any]) -> int:
+        """Record one packet (owner, project, agent, session_id, entry, prompt_hash, turn_ids,
+        learned_ids, created_at); returns its id."""
+        ...
+
+    def open(self, scope: Any, *, limit: int = 500) -> builtins.list[dict[str, Any]]:
+        """Packets in scope not judged yet, oldest first."""
+        ...
+
+    def judge(self, owner: str, packet_id: int, outcome: str, turn_id: str, ts: float) -> None: ...
+
+    def vote(self, owner: str, packet_id: int, item_id: str, verdict: str) -> None:
+        """One item's thumb (good / bad) from the viewer."""
+        ...
+
+    def recent(self, scope: Any, *, session: str | None = None, limit: int = 50) -> builtins.list[dict[str, Any]]:
+        """Packets in scope, newest first (the viewer's list)."""
+        ...
+
+    def get(self, scope: Any, packet_id: int) -> dict[str, Any] | None: ...
+
+    def prune(self, *, before: float, keep: int) -> int:
+        """Delete packets created before ``before`` and all but the newest ``keep``; returns how many."""
+        ...
+
+
 # -- turns, jobs, audit, tombstones, maintenance, vector writes (write) --
 # The write side: the one write pipeline (ingest/pipeline.persist), the background tasks (tasks.py)
 # and the maintenance of the façade call these. Writes run inside ``store.transaction()``.

@@ -1,4 +1,5 @@
-"""Learned memories (issue 16): list, show with quoted evidence, history, the user's decisions, rollback."""
+"""Learned memories (issue 16): list, show with quoted evidence, history, the user's decisions, rollback;
+and the packets handed to agents with a thumb up or down on their items (issue 18)."""
 
 from typing import Annotated, Any, Literal
 
@@ -6,7 +7,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel, Field
 
 from ...core import Remem
-from ...layers import service
+from ...layers import packets, service
 from .. import deps
 
 router = APIRouter(tags=["learned"])
@@ -23,11 +24,31 @@ class FeedbackBody(BaseModel):
     note: str = Field("", max_length=500)
 
 
+class ThumbBody(BaseModel):
+    item: str = Field(min_length=1, max_length=200)
+    verdict: Literal["good", "bad"]
+    note: str = Field("", max_length=500)
+
+
 def _call(fn: Any, *args: Any, **kw: Any) -> Any:
     try:
         return fn(*args, **kw)
-    except service.LearnedNotFound as e:
+    except (service.LearnedNotFound, packets.PacketNotFound) as e:
         raise HTTPException(404, str(e)) from None
+
+
+@router.get("/packets", summary="The newest packets handed to agents, with their items (ids resolved in scope)")
+def list_packets(mem: Mem, project: str | None = None, session: str | None = None, owner: str | None = None,
+                 limit: int = Query(20, ge=1, le=200)) -> dict[str, Any]:
+    scope = mem.scope(deps.owners(owner), project=project or None)
+    return {"items": _call(packets.recent, mem, scope, session=session or None, limit=limit)}
+
+
+@router.post("/packets/{packet_id}/feedback", summary="A thumb up or down on one item of a packet")
+def thumb_packet(mem: Mem, packet_id: Annotated[int, deps.Path(ge=1, le=deps.INT64)], body: ThumbBody,
+                 owner: str | None = None) -> dict[str, Any]:
+    return _call(packets.thumb, mem, mem.scope(deps.owners(owner)), packet_id,  # type: ignore[no-any-return]
+                 body.item, body.verdict, body.note)
 
 
 @router.get("/learned", summary="Learned memories in scope (status: a lifecycle state, review or all)")

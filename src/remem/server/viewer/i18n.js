@@ -178,6 +178,17 @@ const en = {
   'learned.action.reject': 'rejected', 'learned.action.archive': 'archived', 'learned.action.edit': 'edited',
   'learned.action.lock': 'locked', 'learned.action.unlock': 'unlocked', 'learned.action.forget': 'forgotten',
   'learned.action.forgotten': 'turn forgotten', 'learned.action.rollback': 'rolled back',
+  'learned.action.weakened': 'weakened by a correction', 'learned.action.supported': 'followed (weak support)',
+  'learned.action.not_followed': 'injected but not followed',
+  'learned.good': 'Right', 'learned.bad': 'Wrong', 'learned.good_title': 'This memory is right (approve it)',
+  'learned.bad_title': 'This memory is wrong (reject it)', 'learned.done.good': 'Marked right', 'learned.done.bad': 'Marked wrong',
+  'learned.not_followed': 'injected but not followed ×{n}', 'learned.weakened': 'corrected ×{n}',
+  'learned.packets': 'Recent packets', 'learned.no_packets': 'No packet recorded for this project yet.',
+  'learned.packets_help': 'What remem handed agents before they answered. Thumbs up or down on any item: on a learned memory it approves or rejects it.',
+  'learned.item.learned': 'learned', 'learned.item.turn': 'turn', 'learned.item.gone': 'gone',
+  'learned.outcome.': 'waiting', 'learned.outcome.corrected': 'corrected', 'learned.outcome.failed': 'failed',
+  'learned.outcome.succeeded': 'succeeded', 'learned.outcome.abandoned': 'abandoned', 'learned.outcome.unknown': 'unknown',
+  'learned.voted.good': 'marked right', 'learned.voted.bad': 'marked wrong', 'learned.thanks': 'Thanks: noted',
 };
 
 const zh = {
@@ -357,6 +368,17 @@ const zh = {
   'learned.action.reject': '拒绝', 'learned.action.archive': '归档', 'learned.action.edit': '编辑',
   'learned.action.lock': '锁定', 'learned.action.unlock': '解锁', 'learned.action.forget': '遗忘',
   'learned.action.forgotten': '轮次被遗忘', 'learned.action.rollback': '回滚',
+  'learned.action.weakened': '被纠正而削弱', 'learned.action.supported': '被遵循（弱支持）',
+  'learned.action.not_followed': '已注入但未被遵循',
+  'learned.good': '正确', 'learned.bad': '错误', 'learned.good_title': '这条记忆是对的（批准）',
+  'learned.bad_title': '这条记忆是错的（拒绝）', 'learned.done.good': '已标记为正确', 'learned.done.bad': '已标记为错误',
+  'learned.not_followed': '已注入但未被遵循 ×{n}', 'learned.weakened': '被纠正 ×{n}',
+  'learned.packets': '最近的记忆包', 'learned.no_packets': '这个项目还没有记录的记忆包。',
+  'learned.packets_help': 'remem 在智能体回答之前交给它的内容。可以对任何一项点赞或点踩：对习得的记忆会批准或拒绝它。',
+  'learned.item.learned': '习得', 'learned.item.turn': '轮次', 'learned.item.gone': '已不存在',
+  'learned.outcome.': '等待中', 'learned.outcome.corrected': '被纠正', 'learned.outcome.failed': '失败',
+  'learned.outcome.succeeded': '成功', 'learned.outcome.abandoned': '放弃', 'learned.outcome.unknown': '未知',
+  'learned.voted.good': '已标记为正确', 'learned.voted.bad': '已标记为错误', 'learned.thanks': '谢谢，已记录',
 };
 
 const DICTS = { en, 'zh-CN': zh };

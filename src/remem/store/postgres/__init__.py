@@ -43,6 +43,7 @@ class PgStore:
         self._all_lock = threading.Lock()
         self.sources = areas.PgSources(self)
         self.learned = areas.PgLearned(self)
+        self.packets = areas.PgPackets(self)
         self.turns = areas.PgTurns(self)
         self.jobs = areas.PgJobs(self)
         self.audit = areas.PgAudit(self)

@@ -19,6 +19,7 @@ from ..sqlite.entities import SqliteEntities
 from ..sqlite.jobs import SqliteJobs
 from ..sqlite.learned import SqliteLearned
 from ..sqlite.maintenance import SqliteMaintenance
+from ..sqlite.packets import SqlitePackets
 from ..sqlite.sources import SqliteSources
 from ..sqlite.tombstones import SqliteTombstones
 from ..sqlite.turns import CLEAR_TABLES, COLUMNS, SqliteTurns, write_turn
@@ -49,6 +50,10 @@ class PgEntities(SqliteEntities):
 
 
 class PgVectors(SqliteVectors):
+    pass
+
+
+class PgPackets(SqlitePackets):
     pass
 
 
@@ -170,4 +175,4 @@ class PgMaintenance(SqliteMaintenance):
 
 
 __all__ = ["COLUMNS", "PgAudit", "PgCandidates", "PgEntities", "PgJobs", "PgLearned", "PgMaintenance",
-           "PgSources", "PgTombstones", "PgTurns", "PgVectors"]
+           "PgPackets", "PgSources", "PgTombstones", "PgTurns", "PgVectors"]

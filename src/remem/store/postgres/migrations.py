@@ -323,3 +323,19 @@ END $$;
 CREATE TRIGGER learned_turn_forgotten AFTER DELETE ON turns FOR EACH ROW
     EXECUTE FUNCTION remem_learned_turn_forgotten();
 """
+
+
+@migration
+def p002_packets(db: PgConnection) -> None:
+    """What each packet handed to an agent contained (SQLite's m011_packets)."""
+    script(db, """
+    CREATE TABLE packets (
+        id BIGSERIAL PRIMARY KEY, owner TEXT NOT NULL, project TEXT NOT NULL DEFAULT '',
+        agent TEXT NOT NULL DEFAULT '', session_id TEXT NOT NULL DEFAULT '', entry TEXT NOT NULL,
+        prompt_hash TEXT NOT NULL DEFAULT '', turn_ids TEXT NOT NULL DEFAULT '[]',
+        learned_ids TEXT NOT NULL DEFAULT '[]', created_at DOUBLE PRECISION NOT NULL,
+        outcome TEXT NOT NULL DEFAULT '', turn_id TEXT NOT NULL DEFAULT '', judged_at DOUBLE PRECISION,
+        votes TEXT NOT NULL DEFAULT '{}');
+    CREATE INDEX packets_owner_time ON packets(owner, created_at);
+    CREATE INDEX packets_open ON packets(owner, project, judged_at);
+    """)

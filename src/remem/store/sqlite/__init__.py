@@ -20,6 +20,7 @@ from .jobs import SqliteJobs
 from .learned import SqliteLearned
 from .maintenance import SqliteMaintenance
 from .migrations import migrate
+from .packets import SqlitePackets
 from .sources import SqliteSources
 from .text import SqliteText
 from .tombstones import SqliteTombstones
@@ -38,6 +39,7 @@ class SqliteStore:
         self._local = threading.local()
         self.sources = SqliteSources(self)
         self.learned = SqliteLearned(self)
+        self.packets = SqlitePackets(self)
         self.turns = SqliteTurns(self)
         self.jobs = SqliteJobs(self)
         self.audit = SqliteAudit(self)

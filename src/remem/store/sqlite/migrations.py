@@ -608,3 +608,36 @@ def m010_drop_legacy_memories(db: sqlite3.Connection) -> None:
         DELETE FROM embeddings WHERE row_kind = 'memory';
         """
     )
+
+
+@migration
+def m011_packets(db: sqlite3.Connection) -> None:
+    """What each packet handed to an agent contained (issue 18, feedback): its entry point, session,
+    owner and project, a hash of the prompt (never its text) and the ids of its items, so what the
+    agent and the user did next can be joined to it. Small rows, pruned by age and count
+    (``learn.packets_days``, ``learn.packets_max``); ``outcome`` stays '' until the learn job judged
+    the turn that followed."""
+    script(
+        db,
+        """
+        CREATE TABLE packets (
+            id INTEGER PRIMARY KEY,
+            owner TEXT NOT NULL,
+            project TEXT NOT NULL DEFAULT '',
+            agent TEXT NOT NULL DEFAULT '',
+            session_id TEXT NOT NULL DEFAULT '',
+            entry TEXT NOT NULL,                 -- turn_start | session_start | sub_agent | repair | resume
+            prompt_hash TEXT NOT NULL DEFAULT '',-- sha1 of the whitespace-normalised prompt
+            turn_ids TEXT NOT NULL DEFAULT '[]', -- JSON list: the L1 turns it showed
+            learned_ids TEXT NOT NULL DEFAULT '[]', -- JSON list: the learned memories it injected
+            created_at REAL NOT NULL,
+            outcome TEXT NOT NULL DEFAULT '',    -- '' (not judged) | failed | corrected | succeeded | abandoned
+                                                 -- | unknown (its turn never arrived)
+            turn_id TEXT NOT NULL DEFAULT '',    -- the turn the packet was for, once judged
+            judged_at REAL,
+            votes TEXT NOT NULL DEFAULT '{}'     -- JSON: item id → good | bad (the viewer's thumbs)
+        );
+        CREATE INDEX packets_owner_time ON packets(owner, created_at);
+        CREATE INDEX packets_open ON packets(owner, project, judged_at);
+        """
+    )

@@ -230,7 +230,8 @@ def trigram_backlog(db: sqlite3.Connection) -> int:
 
 
 CLEAR_TABLES = ("learned_events", "learned_evidence", "learned", "embeddings", "entity_mentions", "entity_edges",
-                "entities", "messages", "turns", "learned_cursor", "sessions", "checkpoints", "sources", "jobs")
+                "entities", "messages", "turns", "learned_cursor", "sessions", "checkpoints", "sources", "jobs",
+                "packets")
 
 
 def clear_all(db: sqlite3.Connection) -> dict[str, int]:

@@ -1,6 +1,7 @@
 // Learned: per project, the active learned memories with links to their evidence turns, the review
 // queue (candidates), conflicts side by side, and per memory edit / lock / forget and its history with
-// rollback. Learned text is user data: it only ever enters the page as text (ui.js `h`).
+// rollback; thumbs up / down on learned memories and on the items of the recent packets handed to agents
+// (issue 18). Learned text is user data: it only ever enters the page as text (ui.js `h`).
 import { api } from '../api.js';
 import { t } from '../i18n.js';
 import { h, timeEl, absTime, emptyState, errorBox, loading, confirmDialog, toast, section, fmtNum } from '../ui.js';
@@ -19,13 +20,15 @@ export function render(root, params) {
   const reviewBox = h('div', { class: 'list', id: 'learned-review' });
   const otherBox = h('div', { class: 'list' });
   const otherHead = h('summary', {}, t('learned.other', { n: 0 }));
+  const packetBox = h('div', { class: 'list', id: 'learned-packets' });
   const detail = h('div', { class: 'detail card hidden', id: 'learned-detail' });
   const lists = h('div', {},
     section(t('learned.active'), activeBox),
     section(t('learned.conflicts'), h('p', { class: 'muted' }, t('learned.conflicts_help')), conflictBox),
     section(t('learned.review'), h('p', { class: 'muted' }, t('learned.review_help')), reviewBox),
     h('details', { class: 'block', id: 'learned-other' }, otherHead,
-      h('p', { class: 'muted' }, t('learned.other_help')), otherBox));
+      h('p', { class: 'muted' }, t('learned.other_help')), otherBox),
+    section(t('learned.packets'), h('p', { class: 'muted' }, t('learned.packets_help')), packetBox));
   const split = h('div', { class: 'split' }, lists, detail);
   projectSel.addEventListener('change', () => { st.project = projectSel.value; st.open = ''; closeDetail(); load(); });
 
@@ -88,6 +91,7 @@ export function render(root, params) {
       if (!alive) return;
       st.items = (data.items || []).filter((m) => m.project === st.project);
       await draw();
+      loadPackets();
       if (st.open) openDetail(st.open);
     } catch (e) {
       for (const box of [activeBox, conflictBox, reviewBox]) box.replaceChildren();
@@ -148,6 +152,10 @@ export function render(root, params) {
   function card(m, where) {
     const btn = (cls, label, fn, extra = {}) => h('button', { class: `small ${cls}`, type: 'button', ...extra,
       onclick: (e) => { e.stopPropagation(); fn(m); } }, label);
+    const thumbs = where === 'other' ? [] : [
+      btn('ghost thumb-up', '👍', (x) => verdict(x, 'good'), { title: t('learned.good_title'), 'aria-label': t('learned.good') }),
+      btn('ghost thumb-down', '👎', (x) => verdict(x, 'bad'), { title: t('learned.bad_title'), 'aria-label': t('learned.bad') })];
+    const fb = (m.data && m.data.feedback) || {};
     const actions = where === 'other' ? [btn('approve', t('learned.approve'), (x) => decide(x, 'approve'))]
       : where === 'review' ? [btn('primary approve', t('learned.approve'), (x) => decide(x, 'approve')),
         btn('reject', t('learned.reject'), (x) => decide(x, 'reject'))]
@@ -165,10 +173,14 @@ export function render(root, params) {
       where !== 'active' && m.status !== 'active' ? h('span', { class: 'badge' }, t('learned.status.' + m.status, {}, m.status)) : null,
       h('span', { class: 'confidence', title: t('learned.confidence') }, `${t('learned.confidence')} ${Math.round((m.confidence || 0) * 100)}%`),
       h('span', { class: 'support' }, t('learned.sessions', { n: fmtNum(m.sessions || 0) })),
-      h('span', { class: 'age', title: t('learned.last_seen') }, timeEl((m.data && m.data.last_seen) || m.created_at))),
+      h('span', { class: 'age', title: t('learned.last_seen') }, timeEl((m.data && m.data.last_seen) || m.created_at)),
+      (fb.not_followed || []).length ? h('span', { class: 'badge warn not-followed' },
+        t('learned.not_followed', { n: fmtNum(fb.not_followed.length) })) : null,
+      (fb.weakened || []).length ? h('span', { class: 'badge bad weakened' },
+        t('learned.weakened', { n: fmtNum(fb.weakened.length) })) : null),
     textEl,
     evidenceLinks(m),
-    editing ? null : h('div', { class: 'chips actions' }, ...actions,
+    editing ? null : h('div', { class: 'chips actions' }, ...thumbs, ...actions,
       btn('ghost history', t('learned.history'), (x) => openDetail(x.id))));
     el.addEventListener('click', (e) => { if (!editing && !e.target.closest('a, button, textarea')) openDetail(m.id); });
     el.addEventListener('keydown', (e) => { if (e.key === 'Enter' && e.target === el) openDetail(m.id); });
@@ -204,6 +216,53 @@ export function render(root, params) {
     try {
       await api(path(m.id, `/${action}` + q()), { method: 'POST' });
       toast(t('learned.done.' + action));
+      await load();
+    } catch (e) { fail(e); }
+  }
+
+  async function verdict(m, v) {
+    try {
+      await api(path(m.id, '/feedback' + q()), { method: 'POST', body: { verdict: v } });
+      toast(t('learned.done.' + v));
+      await load();
+    } catch (e) { fail(e); }
+  }
+
+  // The newest packets of this project: what each carried, how its turn went, a thumb on every item.
+  async function loadPackets() {
+    try {
+      const data = await api('/packets' + q({ project: st.project, limit: 20 }));
+      if (!alive) return;
+      const items = data.items || [];
+      packetBox.replaceChildren(...(items.length ? items.map(packetCard)
+        : [h('p', { class: 'faint' }, t('learned.no_packets'))]));
+    } catch (e) { fail(e); }
+  }
+
+  function packetCard(p) {
+    const rows = (p.items || []).map((it) => {
+      const thumb = (cls, label, v, title) => h('button', { class: `small ghost ${cls}`, type: 'button', title,
+        'aria-label': title, 'aria-pressed': String(it.vote === v), disabled: !!it.gone,
+        onclick: (e) => { e.stopPropagation(); packetThumb(p, it, v); } }, label);
+      return h('li', { class: 'packet-item' + (it.vote ? ' voted' : ''), 'data-item': it.id, 'data-layer': it.layer,
+        'data-vote': it.vote || '' },
+      h('span', { class: 'badge' }, t('learned.item.' + it.layer, {}, it.layer)),
+      it.kind ? h('span', { class: 'badge agent kind' }, t('learned.kind.' + it.kind, {}, it.kind)) : null,
+      h('span', { class: 'packet-text' }, it.gone ? t('learned.item.gone') : (it.text || it.id)),
+      it.vote ? h('span', { class: 'faint vote' }, t('learned.voted.' + it.vote)) : null,
+      thumb('thumb-up', '👍', 'good', t('learned.good')), thumb('thumb-down', '👎', 'bad', t('learned.bad')));
+    });
+    return h('div', { class: 'item packet', 'data-packet': String(p.id), 'data-outcome': p.outcome || '' },
+      h('div', { class: 'meta' }, h('span', { class: 'badge agent' }, p.entry), timeEl(p.created_at),
+        h('span', { class: 'badge outcome' }, t('learned.outcome.' + (p.outcome || ''), {}, p.outcome)),
+        p.session_id ? h('span', { class: 'mono faint' }, p.session_id) : null),
+      h('ol', { class: 'steps packet-items' }, ...rows));
+  }
+
+  async function packetThumb(p, it, v) {
+    try {
+      await api(`/packets/${encodeURIComponent(p.id)}/feedback` + q(), { method: 'POST', body: { item: it.id, verdict: v } });
+      toast(it.layer === 'learned' ? t('learned.done.' + v) : t('learned.thanks'));
       await load();
     } catch (e) { fail(e); }
   }
