@@ -35,11 +35,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..recall.coverage import reference_weight
 from .clean import sentences, user_voice
 from .commands import family, outcome, segments
 from .lifecycle import confidence, support
 from .rules import _contrast, is_correction
-from .select import SLOT_CUES, _identifier, _weight, terms
+from .select import SLOT_CUES, _identifier, terms
 from .types import Memory, Turn
 from .vocab import REPEAT_EN, REPEAT_ZH, SLOT_TOOLS
 
@@ -168,7 +169,7 @@ def touches(m: dict[str, Any], text: str) -> str:
         return "entities"
     shared = terms(text) & terms(str(m.get("text") or ""))
     if any(_identifier(w) for w in shared) or (len(shared) >= MIN_SHARED and
-                                                sum(_weight(w) for w in shared) >= MIN_WORDS_WEIGHT):
+                                                sum(reference_weight(w) for w in shared) >= MIN_WORDS_WEIGHT):
         return "entities"
     if _words(m) & set(re.findall(r"[a-z][\w.+-]*", low)):
         return "entities"
