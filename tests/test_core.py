@@ -9,11 +9,10 @@ import sqlite3
 import pytest
 
 import remem
+from conftest import ON_POSTGRES
 from remem.ingest.normalize import InputError
 from remem.model import ToolCall, TurnIn
 from remem.scope import Scope, ScopeError
-
-from conftest import ON_POSTGRES
 
 
 def test_open_initialises_empty_home(remem_home):

@@ -17,8 +17,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import engine_env
 
+from conftest import engine_env
 from remem import integrations
 
 NODE = shutil.which("node")
