@@ -48,8 +48,8 @@ class Section(BaseModel):
 
 class Database(Section):
     url: str = setting("sqlite:///remem.db", "one SQLite file in REMEM_HOME is easy to back up; "
-                       "sqlite:////abs/path for elsewhere; postgresql://… is parsed and refused until "
-                       "that backend exists", env="REMEM_DATABASE_URL",
+                       "sqlite:////abs/path for elsewhere; postgresql://… for a team server (needs "
+                       "psycopg: pip install 'remem[postgres]'; docs/postgres.md)", env="REMEM_DATABASE_URL",
                        allowed="sqlite:///FILE (relative to REMEM_HOME), sqlite:////ABSOLUTE/PATH "
                        "or postgresql://USER@HOST/DB")
 
