@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,6 +37,9 @@ ON_POSTGRES = os.environ.get("REMEM_TEST_POSTGRES", "") == "1"
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sqlite_only(reason): a test of the SQLite engine itself (skipped on "
                                        "PostgreSQL, with the reason)")
+    config.addinivalue_line("markers", "module_store: the module's tests share a store a module-scoped fixture "
+                                       "built (on PostgreSQL the database is emptied when the module starts, "
+                                       "not before each of its tests)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -68,40 +72,92 @@ def _pg_server():
     else:  # over the Unix socket: the agent tests run their agents in a network namespace of their own
         server = embedded.start()
         url, admin_url = server.url("remem_test", socket=True), server.url("postgres", socket=True)
-    with psycopg.connect(admin_url, autocommit=True) as c:
-        c.execute("DROP DATABASE IF EXISTS remem_test WITH (FORCE)")
-        c.execute("CREATE DATABASE remem_test")
-    from remem.store import open_store
+    def fresh() -> Any:
+        """(Re)create the test database, migrated; its admin connection."""
+        from remem.store import open_store
 
-    s = open_store(url, Path("."))
-    s.migrate()
-    s.close()
-    admin = psycopg.connect(url, autocommit=True)
+        with psycopg.connect(admin_url, autocommit=True) as c:
+            c.execute("DROP DATABASE IF EXISTS remem_test WITH (FORCE)")
+            c.execute("CREATE DATABASE remem_test")
+        s = open_store(url, Path("."))
+        s.migrate()
+        s.close()
+        return psycopg.connect(url, autocommit=True)
+
+    admin = fresh()
     tables = [r[0] for r in admin.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
                                           "AND tablename <> 'schema_migrations'")]
-    yield {"url": url, "admin": admin, "n": [0], "tables": tables}
-    admin.close()
+    state = {"url": url, "admin": admin, "n": [0], "tables": tables, "fresh": fresh}
+    yield state
+    state["admin"].close()
     if server is not None:
         server.stop()
 
 
 @pytest.fixture(autouse=True)
-def _pg_database(_pg_server, monkeypatch: pytest.MonkeyPatch):
+def _pg_database(_pg_server, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
     """This test's PostgreSQL database: the run's one database, emptied (the previous test's
     connections ended, every table truncated), under a URL of its own (``application_name``)
     so that no cache keyed by the database carries over from the previous test."""
     if _pg_server is None:
         yield
         return
-    admin = _pg_server["admin"]
+
+    if request.node.get_closest_marker("module_store") is not None:
+        monkeypatch.setenv("REMEM_TEST_DATABASE_URL", _pg_server["module_url"])  # emptied by _pg_module
+    else:
+        monkeypatch.setenv("REMEM_TEST_DATABASE_URL", _pg_empty(_pg_server))
+    yield
+
+
+def _pg_empty(pg: dict[str, Any]) -> str:
+    """End the previous test's connections, truncate every table; a URL of its own for this test."""
+    import psycopg
+
+    admin = pg["admin"]
     admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
                   "AND pid <> pg_backend_pid()")
-    admin.execute(f"TRUNCATE {', '.join(_pg_server['tables'])} RESTART IDENTITY CASCADE")
-    _pg_server["n"][0] += 1
-    sep = "&" if "?" in _pg_server["url"] else "?"
-    monkeypatch.setenv("REMEM_TEST_DATABASE_URL",
-                       f"{_pg_server['url']}{sep}application_name=remem-test-{os.getpid()}-{_pg_server['n'][0]}")
-    yield
+    try:
+        admin.execute(f"TRUNCATE {', '.join(pg['tables'])} RESTART IDENTITY CASCADE")
+    except psycopg.Error:  # the previous test broke the schema on purpose (dropped a table): start over
+        admin.close()
+        pg["admin"] = pg["fresh"]()
+    pg["n"][0] += 1
+    sep = "&" if "?" in pg["url"] else "?"
+    return f"{pg['url']}{sep}application_name=remem-test-{os.getpid()}-{pg['n'][0]}"
+
+
+def _engine_patches(mp: pytest.MonkeyPatch, url: str) -> None:
+    """Point every store of this process (and its subprocesses) at ``url``: REMEM_DATABASE_URL, and
+    handles opened with an environment of their own (``remem.open(home, env={...})``) unless that
+    environment names a database itself."""
+    from remem import config as configmod
+
+    mp.setenv("REMEM_DATABASE_URL", url)
+    real_load = getattr(configmod.load, "_real", configmod.load)
+
+    def load(home=None, env=None):  # type: ignore[no-untyped-def]
+        if env is not None and "REMEM_DATABASE_URL" not in env:
+            env = {**env, "REMEM_DATABASE_URL": url}
+        return real_load(home, env)
+
+    load._real = real_load  # type: ignore[attr-defined]
+    mp.setattr(configmod, "load", load)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _pg_module(_pg_server, request: pytest.FixtureRequest):
+    """A module marked ``module_store`` shares one emptied database across its tests, set before its
+    module-scoped fixtures build their store."""
+    if _pg_server is None or request.node.get_closest_marker("module_store") is None:
+        yield
+        return
+    url = _pg_empty(_pg_server)
+    _pg_server["module_url"] = url
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("REMEM_TEST_DATABASE_URL", url)
+        _engine_patches(mp, url)
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -123,7 +179,7 @@ def _isolated_home(_pg_database, tmp_path_factory: pytest.TempPathFactory, monke
     # unset, each test has its SQLite file in its own REMEM_HOME, the default
     url = os.environ.get("REMEM_TEST_DATABASE_URL", "").strip()
     if url:
-        monkeypatch.setenv("REMEM_DATABASE_URL", url)
+        _engine_patches(monkeypatch, url)
     else:
         monkeypatch.delenv("REMEM_DATABASE_URL", raising=False)
 

@@ -80,6 +80,7 @@ def test_huge_input_skipped_not_truncated(cli):
     assert json.loads(cli("stats", "--json").stdout)["turns"] == 0
 
 
+@pytest.mark.sqlite_only("a corrupted SQLite file in the home")
 def test_corrupted_database(cli, remem_home):
     assert cli("init").returncode == 0
     db = remem_home / "remem.db"
@@ -93,6 +94,7 @@ def test_corrupted_database(cli, remem_home):
     assert len(r.stderr.splitlines()) == 1
 
 
+@pytest.mark.sqlite_only("SQLite's max_page_count stands in for a full disk")
 def test_database_full_leaves_no_partial_rows(mem):
     from remem.model import TurnIn
     from remem.store import StoreError

@@ -96,6 +96,7 @@ def twin(home: Path, tmp_path: Path) -> Path:
     return copy
 
 
+@pytest.mark.sqlite_only("compares two copies of the home's SQLite file")
 def test_same_answers_with_and_without_the_daemon_and_the_daemon_answers(home, tmp_path):
     cmds = commands(home)
     alone = twin(home, tmp_path)

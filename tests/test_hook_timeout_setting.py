@@ -70,6 +70,7 @@ def silent_daemon(remem_home):
         c.close()
 
 
+@pytest.mark.sqlite_only("SQLite's one write lock held by another process")
 def test_config_hooks_timeout_sets_the_deadline_of_a_hook_stuck_on_a_locked_database(cli, mem, remem_home,
                                                                                    silent_daemon):
     mem.add("test_retry_backoff timed out on CI because the sandbox answers in 7 s; timeout raised to 15 s",

@@ -53,6 +53,7 @@ def export_lines(tmp_path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
 
 
+@pytest.mark.sqlite_only("two homes on one database server share that database")
 def test_an_export_re_imported_keeps_its_entities_substrings_and_audit(tmp_path, cli, remem_home):
     lines = export_lines(tmp_path)
     src = sqlite3.connect(tmp_path / "src" / "remem.db")
@@ -97,6 +98,7 @@ def bad_import_file(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.sqlite_only("two homes on one database server share that database")
 def test_bad_lines_are_counted_and_skipped_and_the_rest_imported(tmp_path, cli):
     path = bad_import_file(tmp_path)
     r = cli("import", str(path))
@@ -116,6 +118,7 @@ def test_bad_lines_are_counted_and_skipped_and_the_rest_imported(tmp_path, cli):
     assert r.returncode != 0 and b"not a remem export" in r.stderr and b"line 1" in r.stderr
 
 
+@pytest.mark.sqlite_only("two homes on one database server share that database")
 def test_api_import_counts_bad_lines_and_a_deep_line_is_not_a_500(tmp_path):
     from remem.server.testing import Daemon
 
@@ -256,6 +259,7 @@ def _reads_work(mem: remem.Remem) -> None:
     assert mem.timeline("s-old") and mem.sessions()
 
 
+@pytest.mark.sqlite_only("text in a REAL column is SQLite's; PostgreSQL's typed columns refuse it (its trigger repairs numbers, tested in test_postgres.py)")
 def test_rows_with_bad_times_written_by_raw_sql_do_not_break_reads(mem):
     mem.add_turns(shop_turns(6))
     _insert_bad_rows(mem.store.conn)
@@ -263,6 +267,7 @@ def test_rows_with_bad_times_written_by_raw_sql_do_not_break_reads(mem):
     _reads_work(mem)
 
 
+@pytest.mark.sqlite_only("SQLite's migrations m001–m006 of an older version")
 def test_rows_an_older_version_stored_are_repaired_by_the_migration(remem_home):
     remem_home.mkdir(parents=True)
     db = sqlite3.connect(remem_home / "remem.db")

@@ -17,6 +17,8 @@ from remem.recall.config import PACKET
 from remem.recall.entry import turn_start
 from remem.scope import Scope
 
+pytestmark = pytest.mark.module_store  # its tests share the store a module fixture built
+
 TURNS = [
     ("The checkout page times out when the cart has more than 50 items",
      "Batched the per-line SQL queries in cart/totals.py into one query."),

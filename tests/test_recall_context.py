@@ -54,7 +54,8 @@ def home(mem):
 def test_recall_runs_on_a_context_over_a_bare_store(home, tmp_path):
     """No Remem: the store from its URL, a context without an embedder, and every entry point works
     (the lexical channels answer; the vector channels say why they cannot)."""
-    store = open_store(f"sqlite:///{home.config.db_path}", home.home)
+    store = open_store(home.config.database_url if home.config.on_server else f"sqlite:///{home.config.db_path}",
+                       home.home)
     ctx = RecallContext(store, settings=RecallSettings(embedding_enabled=False), clock=lambda: NOW)
     sc = home.scope("dev")
     hits = search(ctx, "ModuleNotFoundError yaml importer", sc, k=5, explain=True)

@@ -18,6 +18,8 @@ from remem.recall.query import build
 from remem.recall.search import words_text
 from remem.text.cjk import CHAR as CJK
 
+pytestmark = pytest.mark.module_store  # its tests share the store a module fixture built
+
 
 def matched_every_token(q, text, words):
     """coverage.matched as first written: every token of the text stemmed (the reference)."""

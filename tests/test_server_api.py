@@ -10,6 +10,8 @@ import pytest
 
 from remem.server.testing import Daemon, sample_turns
 
+pytestmark = pytest.mark.module_store  # its tests share the store a module fixture built
+
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):

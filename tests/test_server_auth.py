@@ -10,6 +10,8 @@ import pytest
 
 from remem.server.testing import Daemon
 
+pytestmark = pytest.mark.module_store  # its tests share the store a module fixture built
+
 SECRET = "sk-ant-api03-" + "Zq7Xv2Lm9Rt4Kp8Wn3Yb6Hd1Fs5Gj0Ac" * 2
 
 

@@ -14,6 +14,8 @@ import pytest
 
 from remem.server.testing import Daemon, sample_turns
 
+pytestmark = pytest.mark.module_store  # its tests share the store a module fixture built
+
 HUGE = 10 ** 30
 HOSTILE_SCALARS = [str(HUGE), str(-HUGE), "-1", str(2 ** 63), "abc", "1e309", "nan", ""]
 HOSTILE_JSON: list[Any] = [5, -1, HUGE, -HUGE, 1e308, "x", "", None, True, [], {}, [5], [None], {"a": HUGE}]

@@ -93,6 +93,7 @@ def embed_daemon(tmp_path):
         yield d
 
 
+@pytest.mark.sqlite_only("a race: on PostgreSQL the job embeds its 2,000 turns before the stop arrives")
 def test_embed_job_progress_pause_resume_stop(embed_daemon):
     d = embed_daemon
     ev = Events(d)

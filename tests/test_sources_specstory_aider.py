@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+import remem
 from conftest import FIXTURES, copy_fixture, run_cli
 from remem.sources import aider, specstory
 from remem.sources.base import ParseStats
@@ -187,10 +187,11 @@ def test_remem_sync_finds_exports_in_projects_the_history_names(projects, remem_
     aider_hits = [h for h in _search("count_bins 查询") if h["agent"] == "aider"]
     assert aider_hits
 
-    db = sqlite3.connect(remem_home / "remem.db")
+    m = remem.open(remem_home)
+    db = m.store.conn
     stored = " ".join(r[0] for r in db.execute("SELECT request || reply || actions FROM turns"))
     projects_seen = {r[0] for r in db.execute("SELECT DISTINCT project FROM turns WHERE agent IN ('cursor','aider')")}
-    db.close()
+    m.close()
     assert SECRET not in stored and "AKIAQ3EXZ7LMN4RT2PWV" not in stored     # redacted by the pipeline
     assert projects_seen == {str(projects["ledger"]), str(projects["inventory"])}
 

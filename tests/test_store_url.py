@@ -39,13 +39,15 @@ def test_test_url_reaches_subprocesses_as_database_url(monkeypatch: pytest.Monke
     assert database_url(tmp_path / "home") == f"sqlite:///{tmp_path / 'other.db'}"
 
 
-@pytest.mark.parametrize("url", ["postgresql://remem:s3cret-pw@127.0.0.1:5432/remem",
-                                 "postgres://remem@127.0.0.1/remem"])
-def test_an_engine_not_built_is_a_clear_store_error(url: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("url", ["postgresql://remem:s3cret-pw@127.0.0.1:9/remem",
+                                 "postgres://remem@127.0.0.1:9/remem"])
+def test_a_server_that_does_not_answer_is_a_clear_store_error(url: str, tmp_path: Path) -> None:
+    store = open_store(url, tmp_path)        # opened lazily: the first use connects
+    assert store.engine == "postgresql" and "s3cret-pw" not in store.url
     with pytest.raises(StoreError) as e:
-        open_store(url, tmp_path)
+        store.migrate()
     msg = str(e.value)
-    assert "PostgreSQL backend is not built yet" in msg and "sqlite:///" in msg
+    assert "cannot reach the PostgreSQL database postgres" in msg and "127.0.0.1:9/remem" in msg
     assert "s3cret-pw" not in msg            # the password never reaches a message
     assert list(tmp_path.iterdir()) == []    # nothing created
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from remem.bench.gen_history import write_claude_history
 from remem.sources import sync as syncmod
 from remem.sources.sync import run_sync
@@ -17,6 +19,7 @@ def _commits(mem) -> list[str]:
     return seen
 
 
+@pytest.mark.sqlite_only("counts SQLite transactions with its trace callback")
 def test_many_small_files_commit_in_few_transactions(mem):
     home = Path(os.environ["HOME"])
     write_claude_history(home / ".claude/projects", sessions=40, turns=5)

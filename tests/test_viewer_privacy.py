@@ -16,6 +16,8 @@ import pytest
 
 from remem.server.testing import Daemon
 
+pytestmark = pytest.mark.module_store  # its tests share the store a module fixture built
+
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "viewer"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

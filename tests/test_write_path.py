@@ -59,6 +59,7 @@ def test_the_embed_backlog_is_counted_in_one_place():
     assert hits == ["store/sqlite/turns.py"]
 
 
+@pytest.mark.sqlite_only("two homes on one database server share that database")
 def test_an_import_goes_through_persist_keeping_ids_times_counters_and_tombstones(tmp_path, cli, remem_home):
     src = remem.open(tmp_path / "src")
     src.add_turns(shop_turns(12))

@@ -91,7 +91,13 @@ def _parse(raw: str, spec: Mapping[str, Any], strict: bool) -> Any:
         return value
     if kind == "text" and not spec.get("url") and (raw.strip() or not spec.get("nonempty")):
         return raw
-    raise ValueError(raw)   # URLs and other shapes are checked by the model
+    if kind == "text" and spec.get("url"):   # database.url: the store's own parser (standard library only)
+        from .store.url import ENGINES
+
+        scheme = raw.strip().split("://", 1)[0].lower() if "://" in raw else "sqlite"
+        if scheme in (*ENGINES, "postgres", "postgresql+psycopg"):
+            return raw.strip()
+    raise ValueError(raw)   # other shapes are checked by the model
 
 
 def apply_env(data: Mapping[str, Any], env: Mapping[str, str], *, strict: bool = True

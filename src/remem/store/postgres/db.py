@@ -203,6 +203,12 @@ class PgConnection:
         except psycopg.Error as e:
             raise explain(e, self._where) from None
 
+    def __enter__(self) -> PgConnection:  # sqlite3's ``with conn:`` (commit at the end): autocommit here
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
     @property
     def in_transaction(self) -> bool:
         return self._depth > 0
