@@ -1,4 +1,4 @@
-"""What the layers above ask of storage, engine by engine (``store/sqlite/``, later ``store/postgres/``).
+"""What the layers above ask of storage, engine by engine (``store/sqlite/``, ``store/postgres/``).
 
 Each area is a narrow protocol; a ``Store`` bundles them and owns the connection and transactions.
 Nothing above ``store/`` writes SQL or touches an engine's types: it calls these methods. Every read

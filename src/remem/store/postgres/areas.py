@@ -63,11 +63,12 @@ class PgTurns(SqliteTurns):
     _store: PgStore
 
     def write(self, row: TurnRow, now: float | None = None) -> tuple[str, str]:
+        """The turn, and its word rows once the write batch commits (one pass for the batch)."""
         tid, status = write_turn(self._db, row, now)
         if status != "duplicate":
-            got = self._db.execute("SELECT rowid FROM turns WHERE id = ?", (tid,)).fetchone()
-            if got:
-                self._store.text.index_rows([int(got[0])])
+            db = self._db
+            db.execute("UPDATE turns SET tindexed = 0 WHERE id = ?", (tid,))
+            db.before_commit(self._store.text.index_pending)
         return tid, status
 
     def load(self, rows: list[dict[str, Any]]) -> int:

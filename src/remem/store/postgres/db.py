@@ -170,6 +170,7 @@ class PgConnection:
             self.raw.execute("SET default_transaction_read_only = on")
         self._depth = 0
         self._lock = threading.RLock()
+        self._before_commit: list[Any] = []
 
     # -- sqlite3-style calls -----------------------------------------------------------------------
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> PgCursor:
@@ -213,6 +214,14 @@ class PgConnection:
     def in_transaction(self) -> bool:
         return self._depth > 0
 
+    def before_commit(self, fn: Any) -> None:
+        """Run ``fn()`` once, inside the current transaction, just before it commits (outside one: now).
+        The turns area writes a batch's word rows this way: one pass per write batch, not per turn."""
+        if not self._depth:
+            fn()
+        elif fn not in self._before_commit:
+            self._before_commit.append(fn)
+
     @contextlib.contextmanager
     def transaction(self, *, wait: bool = True) -> Iterator[PgConnection]:
         """One transaction; an inner call joins the outer one (as SQLite's callers expect)."""
@@ -232,8 +241,11 @@ class PgConnection:
                 self._depth = 1
                 try:
                     yield self
+                    while self._before_commit:
+                        self._before_commit.pop(0)()
                 finally:
                     self._depth = 0
+                    self._before_commit.clear()
         except psycopg.Error as e:
             raise explain(e, self._where) from None
 

@@ -96,6 +96,11 @@ class PgText:
             done += len(rows)
         return done
 
+    def index_pending(self) -> int:
+        """Word rows of every turn written without them yet (the write batch's, before it commits)."""
+        todo = [int(r[0]) for r in self.store.conn.native("SELECT rowid FROM turns WHERE tindexed = 0")]
+        return self.index_rows(todo) if todo else 0
+
     # -- statistics ------------------------------------------------------------------------------
     def size(self) -> int:
         return int(self.store.conn.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0])
@@ -163,6 +168,11 @@ class PgText:
             else:
                 sel = "SELECT turn, tf FROM turn_terms WHERE term = %s"
                 args = [words[0]]
+                df = self.doc_freqs(words)[1].get(words[0], 0)  # cached, like SQLite's vocabulary reads
+                if not df:
+                    return None
+                idf = math.log((n_docs - df + 0.5) / (df + 0.5)) if n_docs else 0.0
+                return sel, [*args, max(idf, 1e-6)]
         df = int(db.native(f"SELECT count(*) FROM ({sel}) d", args).fetchone()[0])
         if not df:
             return None
