@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ...scope import Scope
 from ..errors import StoreError
@@ -60,13 +60,13 @@ class PgPackets(SqlitePackets):
 class PgTurns(SqliteTurns):
     """Turns; every write also (re)writes the turn's rows of the word index (``store.text``)."""
 
-    _store: PgStore
+    _store: PgStore  # type: ignore[assignment]  # SQLite's areas are typed to their store; PgStore has their surface
 
     def write(self, row: TurnRow, now: float | None = None) -> tuple[str, str]:
         """The turn, and its word rows once the write batch commits (one pass for the batch)."""
         tid, status = write_turn(self._db, row, now)
         if status != "duplicate":
-            db = self._db
+            db = self._store.conn
             db.execute("UPDATE turns SET tindexed = 0 WHERE id = ?", (tid,))
             db.before_commit(self._store.text.index_pending)
         return tid, status
@@ -134,7 +134,7 @@ class PgCandidates(SqliteCandidates):
         return True
 
     def texts_snapshot(self, scope: Scope) -> tuple[tuple[int, int, float], list[Any]]:
-        conn = self.store.connect(readonly=True)
+        conn = cast("PgStore", self.store).connect(readonly=True)
         try:
             with conn.transaction():
                 conn.native("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")

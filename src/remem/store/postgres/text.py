@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 import time
 import unicodedata
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ...scope import Scope
+from ..dfcache import DocFreqs
 from ..protocols import TextQuery, TextTerm
 
 if TYPE_CHECKING:
@@ -62,8 +62,7 @@ class PgText:
 
     def __init__(self, store: PgStore) -> None:
         self.store = store
-        self._lock = threading.Lock()
-        self._df: dict[str, tuple[int, float]] = {}
+        self._df = DocFreqs(DF_TTL)
         self._stats: tuple[int, float, float] | None = None   # (documents, mean length, when)
 
     # -- writing the index (called by the turns area inside the write's transaction) -------------
@@ -79,13 +78,13 @@ class PgText:
             terms: list[tuple[str, int, float]] = []
             lens: list[tuple[int, int]] = []
             for r in rows:
-                weighted: Counter[str] = Counter()
+                weighted: dict[str, float] = {}
                 total = 0
                 for (_col, w), text in zip(WEIGHTS, r[1:], strict=True):
                     toks = tokenize(text or "")
                     total += len(toks)
                     for t, n in Counter(toks).items():
-                        weighted[t] += w * n
+                        weighted[t] = weighted.get(t, 0.0) + w * n
                 terms.extend((t, r[0], tf) for t, tf in weighted.items())
                 lens.append((total, r[0]))
             if terms:
@@ -116,32 +115,16 @@ class PgText:
         return got[0], got[1]
 
     def doc_freqs(self, terms: list[str]) -> tuple[int, dict[str, int]]:
-        now = time.time()
-        out: dict[str, int] = {}
-        missing = []
-        with self._lock:
-            for t in terms:
-                got = self._df.get(t)
-                if got and now - got[1] < DF_TTL:
-                    out[t] = got[0]
-                else:
-                    missing.append(t)
-        if missing:
-            found = dict(self.store.conn.native(
+        def lookup(missing: list[str]) -> dict[str, int]:
+            return dict(self.store.conn.native(
                 "SELECT term, count(*) FROM turn_terms WHERE term = ANY(%s) GROUP BY term", (missing,)).fetchall())
-            with self._lock:
-                if len(self._df) > 50_000:
-                    self._df.clear()
-                for t in missing:
-                    out[t] = int(found.get(t, 0))
-                    if out[t]:
-                        self._df[t] = (out[t], now)
+
+        out = self._df.get(terms, lookup)
         return self.size(), out
 
     def forget(self) -> None:
-        with self._lock:
-            self._df.clear()
-            self._stats = None
+        self._df.clear()
+        self._stats = None
 
     # -- word / CJK search (bm25) ----------------------------------------------------------------
     def _branch(self, t: TextTerm, n_docs: int) -> tuple[str, list[Any]] | None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-import time
 from typing import TYPE_CHECKING
 
 from ...scope import Scope
+from ..dfcache import DocFreqs
 from ..protocols import TextQuery, TextTerm
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ class SqliteText:
         self.store = store
         self._lock = threading.Lock()
         self._in_scope: dict[Scope, float] = {}               # scope → share of ranked matches in it
-        self._df: dict[str, tuple[int, float]] = {}           # term → (documents, when read)
+        self._df = DocFreqs(DF_TTL)
 
     # -- statistics ------------------------------------------------------------------------------
     def size(self) -> int:
@@ -74,32 +74,17 @@ class SqliteText:
 
         Statistics only (no memory text, no ids): used to leave very common words out of a query
         and to weigh a prompt's words (recall/coverage.py)."""
-        now = time.time()
-        out: dict[str, int] = {}
-        missing = []
-        with self._lock:
-            for t in terms:
-                got = self._df.get(t)
-                if got and now - got[1] < DF_TTL:
-                    out[t] = got[0]
-                else:
-                    missing.append(t)
-        if missing:
+        def lookup(missing: list[str]) -> dict[str, int]:
             marks = ",".join("?" * len(missing))
-            found = dict(self.store.conn.execute(f"SELECT term, doc FROM turns_fts_vocab WHERE term IN ({marks})",
-                                                 missing).fetchall())
-            with self._lock:
-                if len(self._df) > 50_000:
-                    self._df.clear()
-                for t in missing:
-                    out[t] = int(found.get(t, 0))
-                    if out[t]:  # an unseen word is cheap to look up again, and may be written any moment
-                        self._df[t] = (out[t], now)
+            return dict(self.store.conn.execute(f"SELECT term, doc FROM turns_fts_vocab WHERE term IN ({marks})",
+                                                missing).fetchall())
+
+        out = self._df.get(terms, lookup)
         return self.size(), out
 
     def forget(self) -> None:
+        self._df.clear()
         with self._lock:
-            self._df.clear()
             self._in_scope.clear()
 
     # -- word / CJK search (bm25) ----------------------------------------------------------------
