@@ -67,7 +67,8 @@ class PgTurns(SqliteTurns):
         tid, status = write_turn(self._db, row, now)
         if status != "duplicate":
             db = self._store.conn
-            db.execute("UPDATE turns SET tindexed = 0 WHERE id = ?", (tid,))
+            if status == "updated":  # a new row starts without word rows (tindexed = 0)
+                db.execute("UPDATE turns SET tindexed = 0 WHERE id = ?", (tid,))
             db.before_commit(self._store.text.index_pending)
         return tid, status
 
