@@ -70,6 +70,18 @@ _CROSS_ON = re.compile(r"\bCROSS\s+JOIN\s+(\w+(?:\s+(?!ON\b)\w+)?)\s+ON\b", re.I
 
 
 _NUMBERED = re.compile(r"\?(\d+)")
+MULTI_ROWS = 500
+_VALUES = re.compile(r"^(\s*INSERT\s+INTO\s+[^()]+\([^()]*\)\s+VALUES\s*)(\((?:%s\s*,\s*|[^()%,]+,\s*)*(?:%s|[^()%,]+)\))(.*)$",
+                     re.I | re.S)
+
+
+@functools.lru_cache(maxsize=_CACHE_MAX)
+def _multi_row(text: str) -> tuple[str, str, str]:
+    """(head, one row's VALUES group, tail) of a translated single-row INSERT, or ("", "", "")."""
+    m = _VALUES.match(text)
+    if not m or "SELECT" in m.group(3).upper():
+        return "", "", ""
+    return m.group(1), m.group(2), m.group(3)
 
 
 @functools.lru_cache(maxsize=_CACHE_MAX)
@@ -184,15 +196,36 @@ class PgConnection:
             raise explain(e, self._where) from None
 
     def executemany(self, sql: str, seq: Any) -> PgCursor:
+        """sqlite3's executemany. An ``INSERT … VALUES (…)`` goes as multi-row statements of up to
+        ``MULTI_ROWS`` rows (one round trip each instead of one per row: a write batch's entity rows
+        are tens of thousands); a chunk whose ON CONFLICT DO UPDATE meets the same key twice goes row
+        by row (inside a savepoint, so the transaction stays good)."""
         import psycopg
 
         rows = [_params(p) for p in seq]
         cur = self.raw.cursor()
-        if rows:
-            try:
-                cur.executemany(translate(sql), rows)
-            except psycopg.Error as e:
-                raise explain(e, self._where) from None
+        if not rows:
+            return PgCursor(cur)
+        text = translate(sql)
+        head, values, tail = _multi_row(text)
+        try:
+            if head and len(rows) > 1 and not numbered(sql):
+                for i in range(0, len(rows), MULTI_ROWS):
+                    chunk = rows[i: i + MULTI_ROWS]
+                    stmt = head + ",".join([values] * len(chunk)) + tail
+                    flat = [v for r in chunk for v in r]
+                    if "DO UPDATE" in tail.upper():
+                        try:
+                            with self.raw.transaction():  # a savepoint inside the caller's transaction
+                                cur.execute(stmt, flat)
+                        except psycopg.errors.CardinalityViolation:
+                            cur.executemany(text, chunk)
+                    else:
+                        cur.execute(stmt, flat)
+            else:
+                cur.executemany(text, rows)
+        except psycopg.Error as e:
+            raise explain(e, self._where) from None
         return PgCursor(cur)
 
     def native(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> PgCursor:

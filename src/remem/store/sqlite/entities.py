@@ -6,6 +6,7 @@ joined to ``turns`` so agent and project filters apply too).
 
 from __future__ import annotations
 
+import collections
 import itertools
 import sqlite3
 from typing import TYPE_CHECKING
@@ -88,8 +89,10 @@ def put_mentions_many(db: sqlite3.Connection, items: list[tuple[str, str, list[t
         mentions += [(eid, turn_id, owner) for eid in new]
         pairs += [(owner, a, b) for a, b in itertools.combinations(sorted(new[:MAX_EDGE_ENTITIES]), 2)]
     db.executemany("INSERT OR IGNORE INTO entity_mentions (entity_id, turn_id, owner) VALUES (?,?,?)", mentions)
-    db.executemany("INSERT INTO entity_edges (owner, src, dst, weight) VALUES (?,?,?,1) "
-                   "ON CONFLICT(owner, src, dst) DO UPDATE SET weight = entity_edges.weight + 1", pairs)
+    # a pair seen by several turns of the batch: one row with its count (the same weights, fewer rows)
+    db.executemany("INSERT INTO entity_edges (owner, src, dst, weight) VALUES (?,?,?,?) "
+                   "ON CONFLICT(owner, src, dst) DO UPDATE SET weight = entity_edges.weight + excluded.weight",
+                   [(o, a, b, n) for (o, a, b), n in collections.Counter(pairs).items()])
     return len(mentions)
 
 
