@@ -209,8 +209,13 @@ class Run:
                                    "reached the model\n" + self.diagnostics())
         mem = remem.open(self.remem_home)
         try:
-            rows = [r for r in mem.list(agent=self.agent, project=str(self.project), limit=20)
-                    if "zebrafish" in r["request"].lower()]
+            deadline = time.monotonic() + 15  # a capture the agent's exit left running may land a moment later
+            while True:
+                rows = [r for r in mem.list(agent=self.agent, project=str(self.project), limit=20)
+                        if "zebrafish" in r["request"].lower()]
+                if (rows and "FAKE_DONE" in rows[0]["reply"]) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
             assert rows, f"no {self.agent} turn captured\n" + self.diagnostics()
             turn = rows[0]
             assert turn["project"] == str(self.project)

@@ -190,7 +190,11 @@ def test_reading_an_undeclared_key_is_a_bug_in_both_ways_of_loading(remem_home):
 
     Remem(remem_home).close()
     light = configmod.load(remem_home, env={"REMEM_TOKEN_BUDGET": "1200"})      # from hook-settings.json
-    full = configmod.load(remem_home, env={"REMEM_DATABASE_URL": "sqlite:///remem.db"})   # URLs: the model
+    # a database URL in the environment is checked by the store's own parser: still the mirror
+    light_url = configmod.load(remem_home, env={"REMEM_DATABASE_URL": "postgresql://remem@127.0.0.1/remem"})
+    assert light_url._settings is None and light_url.database_url == "postgresql://remem@127.0.0.1/remem"
+    (remem_home / hook_settings.NAME).unlink()
+    full = configmod.load(remem_home, env={})                                   # no mirror: the model
     assert light._settings is None and full._settings is not None
     for cfg in (light, full):
         assert cfg.get("hooks.timeout") == 8.0 and isinstance(cfg.get("server.port"), int)
@@ -200,6 +204,7 @@ def test_reading_an_undeclared_key_is_a_bug_in_both_ways_of_loading(remem_home):
                 cfg.get(key)
     assert light.get("recall.token_budget") == 1200 == light.settings.recall.token_budget
     assert not issubclass(UndeclaredSetting, (RememError, LookupError))
+    Remem(remem_home).close()                                                  # writes the mirror again
     assert hook_settings.fresh(remem_home)
 
 
