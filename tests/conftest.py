@@ -37,9 +37,11 @@ ON_POSTGRES = os.environ.get("REMEM_TEST_POSTGRES", "") == "1"
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sqlite_only(reason): a test of the SQLite engine itself (skipped on "
                                        "PostgreSQL, with the reason)")
-    config.addinivalue_line("markers", "module_store: the module's tests share a store a module-scoped fixture "
-                                       "built (on PostgreSQL the database is emptied when the module starts, "
-                                       "not before each of its tests)")
+    config.addinivalue_line("markers", "module_store(*fixtures): the module's tests share a store a module-scoped fixture "
+                                       "built (on PostgreSQL a database of its own, emptied when the module "
+                                       "starts, not before each of its tests)")
+    config.addinivalue_line("markers", "own_store: (set by the run) a test of a module_store module that uses "
+                                       "none of its module-scoped fixtures: on PostgreSQL it starts empty")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -50,6 +52,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if mark is not None:
             why = mark.args[0] if mark.args else mark.kwargs.get("reason", "SQLite only")
             item.add_marker(pytest.mark.skip(reason=f"SQLite only: {why}"))
+        if item.get_closest_marker("module_store") is not None and not _uses_a_module_fixture(item):
+            item.add_marker("own_store")
+
+
+def _uses_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether a test uses the store its module shares: the fixtures ``module_store("name", …)``
+    names, else any module-scoped fixture of its module. A test of such a module that opens a home of
+    its own gets an emptied database of its own instead."""
+    mark = item.get_closest_marker("module_store")
+    named = set(mark.args) if mark is not None and mark.args else None
+    info = getattr(item, "_fixtureinfo", None)
+    module = getattr(getattr(item, "module", None), "__name__", None)
+    for name, defs in (info.name2fixturedefs.items() if info else ()):
+        d = defs[-1]
+        if named is not None:
+            if name in named:
+                return True
+        elif d.scope == "module" and getattr(d.func, "__module__", None) == module:
+            return True
+    return False
 
 
 @pytest.fixture(scope="session")
@@ -67,64 +89,74 @@ def _pg_server():
     base = os.environ.get("REMEM_TEST_PG_BASE", "").rstrip("/")
     server = None
     if base:
-        url = f"{base}/remem_test"
-        admin_url = f"{base}/postgres"
+        def url_of(name: str) -> str:
+            return f"{base}/{name}"
     else:  # over the Unix socket: the agent tests run their agents in a network namespace of their own
         server = embedded.start()
-        url, admin_url = server.url("remem_test", socket=True), server.url("postgres", socket=True)
-    def fresh() -> Any:
-        """(Re)create the test database, migrated; its admin connection."""
+
+        def url_of(name: str) -> str:
+            return server.url(name, socket=True)
+
+    def fresh(name: str) -> Any:
+        """(Re)create a test database, migrated; its admin connection."""
         from remem.store import open_store
 
-        with psycopg.connect(admin_url, autocommit=True) as c:
-            c.execute("DROP DATABASE IF EXISTS remem_test WITH (FORCE)")
-            c.execute("CREATE DATABASE remem_test")
-        s = open_store(url, Path("."))
+        with psycopg.connect(url_of("postgres"), autocommit=True) as c:
+            c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            c.execute(f"CREATE DATABASE {name}")
+        s = open_store(url_of(name), Path("."))
         s.migrate()
         s.close()
-        return psycopg.connect(url, autocommit=True)
+        return psycopg.connect(url_of(name), autocommit=True)
 
-    admin = fresh()
-    tables = [r[0] for r in admin.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
-                                          "AND tablename <> 'schema_migrations'")]
-    state = {"url": url, "admin": admin, "n": [0], "tables": tables, "fresh": fresh}
+    # remem_test: each test's own (emptied before it); remem_test_module: a module_store module's
+    dbs = {name: {"url": url_of(name), "admin": fresh(name)} for name in (TEST_DB, MODULE_DB)}
+    tables = [r[0] for r in dbs[TEST_DB]["admin"].execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'")]
+    state = {"dbs": dbs, "n": [0], "tables": tables, "fresh": fresh}
     yield state
-    state["admin"].close()
+    for db in dbs.values():
+        db["admin"].close()
     if server is not None:
         server.stop()
 
 
+TEST_DB, MODULE_DB = "remem_test", "remem_test_module"
+
+
 @pytest.fixture(autouse=True)
 def _pg_database(_pg_server, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
-    """This test's PostgreSQL database: the run's one database, emptied (the previous test's
-    connections ended, every table truncated), under a URL of its own (``application_name``)
-    so that no cache keyed by the database carries over from the previous test."""
+    """This test's PostgreSQL database: emptied (the previous test's connections ended, every table
+    truncated), under a URL of its own (``application_name``) so that no cache keyed by the database
+    carries over from the previous test; a module_store module's tests share theirs."""
     if _pg_server is None:
         yield
         return
 
-    if request.node.get_closest_marker("module_store") is not None:
+    if request.node.get_closest_marker("module_store") is not None \
+            and request.node.get_closest_marker("own_store") is None:
         monkeypatch.setenv("REMEM_TEST_DATABASE_URL", _pg_server["module_url"])  # emptied by _pg_module
     else:
-        monkeypatch.setenv("REMEM_TEST_DATABASE_URL", _pg_empty(_pg_server))
+        monkeypatch.setenv("REMEM_TEST_DATABASE_URL", _pg_empty(_pg_server, TEST_DB))
     yield
 
 
-def _pg_empty(pg: dict[str, Any]) -> str:
+def _pg_empty(pg: dict[str, Any], name: str) -> str:
     """End the previous test's connections, truncate every table; a URL of its own for this test."""
     import psycopg
 
-    admin = pg["admin"]
+    db = pg["dbs"][name]
+    admin = db["admin"]
     admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
                   "AND pid <> pg_backend_pid()")
     try:
         admin.execute(f"TRUNCATE {', '.join(pg['tables'])} RESTART IDENTITY CASCADE")
     except psycopg.Error:  # the previous test broke the schema on purpose (dropped a table): start over
         admin.close()
-        pg["admin"] = pg["fresh"]()
+        db["admin"] = pg["fresh"](name)
     pg["n"][0] += 1
-    sep = "&" if "?" in pg["url"] else "?"
-    return f"{pg['url']}{sep}application_name=remem-test-{os.getpid()}-{pg['n'][0]}"
+    sep = "&" if "?" in db["url"] else "?"
+    return f"{db['url']}{sep}application_name=remem-test-{os.getpid()}-{pg['n'][0]}"
 
 
 def _engine_patches(mp: pytest.MonkeyPatch, url: str) -> None:
@@ -152,7 +184,7 @@ def _pg_module(_pg_server, request: pytest.FixtureRequest):
     if _pg_server is None or request.node.get_closest_marker("module_store") is None:
         yield
         return
-    url = _pg_empty(_pg_server)
+    url = _pg_empty(_pg_server, MODULE_DB)
     _pg_server["module_url"] = url
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("REMEM_TEST_DATABASE_URL", url)

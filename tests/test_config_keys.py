@@ -208,6 +208,7 @@ def test_reading_an_undeclared_key_is_a_bug_in_both_ways_of_loading(remem_home):
     assert hook_settings.fresh(remem_home)
 
 
+@pytest.mark.sqlite_only("a settings test of database.url itself (the PostgreSQL run sets its own)")
 def test_a_database_url_with_a_password_is_never_mirrored(remem_home):
     from remem import hook_settings
 

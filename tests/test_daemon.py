@@ -276,3 +276,26 @@ def test_connections_have_nagle_off():
 
     asyncio.run(main())
     assert seen and seen[0] != 0
+
+
+def test_clear_all_data_two_steps(tmp_path):
+    """Clearing everything takes a confirmation the first call hands out, used once; the token and
+    the settings stay."""
+    import remem
+
+    (tmp_path / "home").mkdir()
+    m = remem.open(tmp_path / "remem", env={"REMEM_EMBEDDING_MODEL": "hash"})
+    m.add_turns(sample_turns(5))
+    m.close()
+    with Daemon(tmp_path / "remem", env={"HOME": str(tmp_path / "home"), "REMEM_AUTO_SYNC": "0"}) as d, \
+            d.client() as c:
+        first = c.post("/api/v1/data/clear", json={}).json()
+        assert first["will_delete"]["turns"] == 5 and first["confirm"]
+        assert c.get("/api/v1/stats").json()["turns"] == 5  # the first step deletes nothing
+        assert c.post("/api/v1/data/clear", json={"confirm": "guess"}).status_code == 409
+        done = c.post("/api/v1/data/clear", json={"confirm": first["confirm"]}).json()
+        assert done["cleared"]["turns"] == 5
+        assert c.get("/api/v1/stats").json()["turns"] == 0
+        assert c.get("/api/v1/memories/search", params={"q": "deploy"}).json()["results"] == []
+        assert c.post("/api/v1/data/clear", json={"confirm": first["confirm"]}).status_code == 409
+        assert (d.home / "token").exists() and (d.home / "config.yaml").exists()

@@ -315,8 +315,8 @@ def test_secrets_never_reach_the_server_nor_the_state_files(mem, fake, remem_hom
             f"I don't want the client to ship the key {secrets[2]} inside the bundle."]
     ids = [r.id for r in mem.add_turns(turns(3, said=lambda k: said[k])).results]
     # an older version stored one raw (before redaction existed): the learner's second lock holds
-    mem.store.conn.execute("UPDATE turns SET request = ? WHERE id = ?", (said[0], ids[0]))
-    mem.store.conn.commit()
+    with mem.store.conn as db:
+        db.execute("UPDATE turns SET request = ? WHERE id = ?", (said[0], ids[0]))
     caplog.set_level(logging.DEBUG)
     use(mem, fake)
     got = service.run(mem, mem.scope(), clock=Clock())

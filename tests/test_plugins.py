@@ -453,6 +453,7 @@ def register_layers(register):
 '''
 
 
+@pytest.mark.sqlite_only("the demo layer ships a SQLite migration and the test reads the SQLite file")
 def test_a_plugin_memory_layer_migrates_once_and_its_memories_wait_for_review(tmp_path, remem_home):
     """A plugin's layer: its own migration runs once (recorded as "<layer>:<step>"), its extractors see
     the project's turns, what they derive waits as a candidate (never in a packet until approved), a

@@ -20,7 +20,7 @@ ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "viewer"
 HAS_SYNC = find_spec("remem.sources.sync") is not None
 
 pytestmark = [
-    pytest.mark.module_store,
+    pytest.mark.module_store("daemon"),
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium not installed (scripts/install-system.sh)"),
     pytest.mark.skipif(find_spec("playwright") is None, reason="playwright not installed"),
 ]

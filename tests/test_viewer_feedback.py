@@ -20,7 +20,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--disable-component-update", "--no-first-run"]
 
 pytestmark = [
-    pytest.mark.module_store,
+    pytest.mark.module_store("home"),
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium not installed (scripts/install-system.sh)"),
     pytest.mark.skipif(find_spec("playwright") is None, reason="playwright not installed"),
 ]

@@ -157,10 +157,16 @@ def _cli_password(m: re.Match[bytes], data: bytes) -> Edit | None:
     return _edit(m, "password", "pw") if _at_word_start(data, m.start()) else None
 
 
+def _line_before(data: bytes, pos: int, reach: int = 512) -> bytes:
+    """The line's text before ``pos``, its last ``reach`` bytes at most (a long line without a
+    newline must not make every match scan back to its start: that is quadratic)."""
+    lo = max(0, pos - reach)
+    return data[data.rfind(b"\n", lo, pos) + 1 or lo:pos]
+
+
 def _mysql_password(m: re.Match[bytes], data: bytes) -> Edit | None:
     """``-pPASS`` on a line that runs mysql, mysqldump, mysqladmin…"""
-    line_start = data.rfind(b"\n", 0, m.start()) + 1
-    return _cli_password(m, data) if b"mysql" in data[line_start:m.start()] else None
+    return _cli_password(m, data) if b"mysql" in _line_before(data, m.start()) else None
 
 
 def _assignment(m: re.Match[bytes], data: bytes) -> Edit | None:
@@ -179,7 +185,7 @@ def _assignment(m: re.Match[bytes], data: bytes) -> Edit | None:
         return None
     group = "qval" if m["qval"] is not None else "bval"
     vstart, vend = m.start(group), m.end(group)
-    line_head = data[data.rfind(b"\n", 0, key_start) + 1:key_start].strip() in (b"", b"export")
+    line_head = _line_before(data, key_start).strip() in (b"", b"export")
     if group == "bval":
         vend = _trim(data, vstart, vend)
         value = _text(data[vstart:vend])

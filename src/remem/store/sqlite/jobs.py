@@ -15,21 +15,21 @@ if TYPE_CHECKING:
 
 def enqueue(db: sqlite3.Connection, kind: str, payload: dict[str, Any] | None = None, *,
             dedup_key: str | None = None, run_after: float = 0.0, now: float | None = None) -> int:
-    """Queue a job; with ``dedup_key`` an already queued or running job of that key is reused."""
+    """Queue a job; with ``dedup_key`` an already queued or running job of that key is reused (two
+    writers racing to queue the same key get one job: the key is unique, the loser reads the winner's)."""
     now = now or time.time()
-    if dedup_key:
-        got = db.execute("SELECT id, status FROM jobs WHERE dedup_key = ?", (dedup_key,)).fetchone()
-        if got and got["status"] in ("queued", "running", "paused"):
-            return int(got["id"])
-        if got:
-            db.execute("UPDATE jobs SET status='queued', attempts=0, payload=?, run_after=?, last_error='', "
-                       "progress='{}', updated_at=? WHERE id=?",
-                       (json.dumps(payload or {}), run_after, now, got["id"]))
-            return int(got["id"])
-    cur = db.execute(
-        "INSERT INTO jobs (kind, dedup_key, payload, status, run_after, created_at, updated_at) "
-        "VALUES (?,?,?,?,?,?,?)", (kind, dedup_key, json.dumps(payload or {}), "queued", run_after, now, now))
-    return int(cur.lastrowid or 0)
+    row = (kind, dedup_key, json.dumps(payload or {}), "queued", run_after, now, now)
+    insert = ("INSERT INTO jobs (kind, dedup_key, payload, status, run_after, created_at, updated_at) "
+              "VALUES (?,?,?,?,?,?,?)")
+    if not dedup_key:
+        return int(db.execute(insert, row).lastrowid or 0)
+    if db.execute(insert + " ON CONFLICT (dedup_key) DO NOTHING", row).rowcount == 1:
+        return int(db.execute("SELECT id FROM jobs WHERE dedup_key = ?", (dedup_key,)).fetchone()[0])
+    got = db.execute("SELECT id, status FROM jobs WHERE dedup_key = ?", (dedup_key,)).fetchone()
+    if got["status"] not in ("queued", "running", "paused"):
+        db.execute("UPDATE jobs SET status='queued', attempts=0, payload=?, run_after=?, last_error='', "
+                   "progress='{}', updated_at=? WHERE id=?", (json.dumps(payload or {}), run_after, now, got["id"]))
+    return int(got["id"])
 
 
 def claim(db: sqlite3.Connection, kinds: tuple[str, ...] | None = None,
