@@ -23,7 +23,6 @@ from ..sqlite.packets import SqlitePackets
 from ..sqlite.sources import SqliteSources
 from ..sqlite.tombstones import SqliteTombstones
 from ..sqlite.turns import CLEAR_TABLES, COLUMNS, SqliteTurns, write_turn
-from ..sqlite.vectors import SqliteVectors
 
 if TYPE_CHECKING:
     from . import PgStore
@@ -46,10 +45,6 @@ class PgTombstones(SqliteTombstones):
 
 
 class PgEntities(SqliteEntities):
-    pass
-
-
-class PgVectors(SqliteVectors):
     pass
 
 
@@ -177,4 +172,4 @@ class PgMaintenance(SqliteMaintenance):
 
 
 __all__ = ["COLUMNS", "PgAudit", "PgCandidates", "PgEntities", "PgJobs", "PgLearned", "PgMaintenance",
-           "PgPackets", "PgSources", "PgTombstones", "PgTurns", "PgVectors"]
+           "PgPackets", "PgSources", "PgTombstones", "PgTurns"]
