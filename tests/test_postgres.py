@@ -196,6 +196,16 @@ def test_vector_search_in_sql_returns_full_results_for_small_owners(mem, tmp_pat
 
 
 @needs_pg
+def test_doctor_names_the_server_and_its_extensions(mem):
+    import re
+
+    mem.add("the deploy script needs the staging token", agent="codex")
+    mem.embed_pending()
+    detail = mem.doctor(load_embedder=False)["checks"]["engine"]["detail"]
+    assert re.search(r"PostgreSQL \d+\.\d+.*pgvector \d+\.\d+\.\d+, pg_trgm \d+\.\d+, [12] HNSW index", detail), detail
+
+
+@needs_pg
 def test_vectors_written_before_pgvector_move_into_the_vector_column(store):
     """A database whose embeddings predate p003 (bytes in ``vector``): the migration moves them into
     ``vec``, empties the bytes, and builds the index of each model and field."""

@@ -147,6 +147,16 @@ class PgMaintenance(SqliteMaintenance):
     def journal_mode(self) -> str:
         return "postgresql"
 
+    def server_facts(self) -> str:
+        """The server's version and the extensions remem needs (``remem doctor``)."""
+        version = self._db.execute("SHOW server_version").fetchone()[0]
+        ext = dict(self._db.execute("SELECT extname, extversion FROM pg_extension "
+                                    "WHERE extname IN ('vector', 'pg_trgm')").fetchall())
+        hnsw = int(self._db.execute("SELECT count(*) FROM pg_class WHERE relkind = 'i' "
+                                    "AND relname LIKE 'embeddings_hnsw_%'").fetchone()[0])
+        return (f"PostgreSQL {version}, pgvector {ext.get('vector', 'missing')}, pg_trgm {ext.get('pg_trgm', 'missing')}, "
+                f"{hnsw} HNSW index{'es' if hnsw != 1 else ''}")
+
     def text_index_check(self) -> tuple[bool, str]:
         """Every turn has its word rows (a turn without them is found by the other channels only)."""
         missing = int(self._db.execute("SELECT count(*) FROM turns WHERE tindexed = 0").fetchone()[0])
