@@ -238,8 +238,11 @@ def test_embedding_job_runs_outside_write(mem):
     mem.add("embed me later", agent="codex")
     assert mem.store.conn.execute("SELECT embed_state FROM turns").fetchone()[0] == "pending"
     assert mem.embed_pending() == 1
-    row = mem.store.conn.execute("SELECT model_id, dim, length(vector) FROM embeddings").fetchone()
-    assert row[0].startswith("hash") and row[2] == row[1] * 4
+    if mem.store.engine == "sqlite":  # float32 bytes
+        row = mem.store.conn.execute("SELECT model_id, dim, length(vector) / 4 FROM embeddings").fetchone()
+    else:  # pgvector's column
+        row = mem.store.conn.execute("SELECT model_id, dim, vector_dims(vec) FROM embeddings").fetchone()
+    assert row[0].startswith("hash") and row[2] == row[1]
     assert mem.store.conn.execute("SELECT embed_state FROM turns").fetchone()[0] == "done"
 
 

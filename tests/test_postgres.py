@@ -120,3 +120,142 @@ def test_implausible_times_are_repaired_by_the_database(mem):
         for key in ("started_at", "ended_at", "created_at", "updated_at"):
             assert 946684800 <= row[key] <= time.time() + 86400, (i, key, row[key])
     assert {h["id"] for h in mem.search("kubectl rollout", k=10)} == {f"t_bad{i}" for i in range(4)}
+
+
+def _vector_rows(n: int, dim: int, seed: int = 3) -> tuple[list[tuple], dict[str, str]]:
+    """``n`` unit vectors in clusters; owners holding 90 %, 6 %, 3 % and 1 % of the rows."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(12, dim)).astype(np.float32)
+    rows, owner_of = [], {}
+    for i in range(n):
+        v = centres[i % 12] + 0.6 * rng.normal(size=dim).astype(np.float32)
+        v /= np.linalg.norm(v)
+        r = i % 100
+        owner = "big" if r < 90 else "mid" if r < 96 else "small" if r < 99 else "tiny"
+        owner_of[f"t{i}"] = owner
+        rows.append(("turn", f"t{i}", "summary", "test:64", dim, v.astype(np.float32).tobytes(), f"h{i}", owner,
+                     "codex" if i % 2 else "claude-code", f"/w/p{i % 3}"))
+    return rows, owner_of
+
+
+@needs_pg
+def test_vector_search_in_sql_returns_full_results_for_small_owners(mem, tmp_path):
+    """pgvector's HNSW with the owner filter in the query: a small owner still gets its k nearest
+    (iterative scan / the planner's exact path), nothing of another owner, and the same rows and
+    scores as an exact scan; the owners' mean as SQLite's in-memory index keeps it."""
+    import numpy as np
+
+    import remem
+    from remem.recall.vectors import VectorIndexes
+    from remem.store.postgres.vectors import PgVectorSearch, index_name
+
+    rows, _ = _vector_rows(4000, 64)
+    mem.store.vectors.put_many(rows)
+    search = mem.recall.vectors
+    assert isinstance(search, PgVectorSearch)
+    lite = remem.open(tmp_path / "lite", env={"REMEM_DATABASE_URL": f"sqlite:///{tmp_path / 'lite.db'}"})
+    lite.store.vectors.put_many(rows)
+    exact = VectorIndexes(lite.store.vectors)
+    rng = np.random.default_rng(9)
+    for owner in ("big", "mid", "small", "tiny"):
+        mine = [np.frombuffer(r[5], dtype=np.float32) for r in rows if r[7] == owner]
+        for _ in range(5):
+            q = mine[int(rng.integers(len(mine)))] + 0.3 * rng.normal(size=64).astype(np.float32)
+            scope = Scope.of(owner)
+            got = search.search_fields(scope, q, "test:64", ["summary"], 10)["summary"]
+            ids = [r[1] for r in rows if r[7] == owner]
+            dots = np.stack(mine) @ q
+            want = [(ids[i], float(dots[i])) for i in np.argsort(-dots)[:10]]
+            assert len(got) == 10, (owner, len(got))
+            assert len({g[0] for g in got} & {w[0] for w in want}) >= 9, owner
+            assert all(g[1] >= got[i + 1][1] for i, g in enumerate(got[:-1]))      # best first
+            scores = dict(want)
+            assert all(abs(s - scores[rid]) < 1e-4 for rid, s in got if rid in scores)
+            assert {rid for rid, _ in got} <= {r[1] for r in rows if r[7] == owner}  # never another owner's
+    # agent and project filters apply in the same query
+    scope = Scope.of("mid", agent="codex", project="/w/p1")
+    got = search.search_fields(scope, mine[0], "test:64", ["summary"], 10)["summary"]
+    allowed = {r[1] for r in rows if r[7] == "mid" and r[8] == "codex" and r[9] == "/w/p1"}
+    assert got and {rid for rid, _ in got} <= allowed
+    # the big owner's query runs on the HNSW index of this model and field
+    db = mem.store.conn
+    plan = "\n".join(r[0] for r in db.execute(
+        "EXPLAIN SELECT row_id FROM embeddings WHERE model_id = ? AND field = ? AND dim = 64 AND row_kind = 'turn' "
+        "AND owner IN (?) ORDER BY vec::vector(64) <#> ? LIMIT 10",
+        ["test:64", "summary", "big", np.zeros(64, dtype=np.float32)]))
+    assert index_name("test:64", "summary", 64) in plan, plan
+    # the owners' mean vector, as SQLite's running sums give it
+    q = rows[0][5]
+    qv = np.frombuffer(q, dtype=np.float32)
+    assert abs(search.mean_similarity(Scope.of("small"), qv, "test:64", "summary")
+               - exact.mean_similarity(Scope.of("small"), qv, "test:64", "summary")) < 1e-4
+    assert search.mean_similarity(Scope.of("nobody"), qv, "test:64", "summary") is None
+    lite.close()
+
+
+@needs_pg
+def test_doctor_names_the_server_and_its_extensions(mem):
+    import re
+
+    mem.add("the deploy script needs the staging token", agent="codex")
+    mem.embed_pending()
+    detail = mem.doctor(load_embedder=False)["checks"]["engine"]["detail"]
+    assert re.search(r"PostgreSQL \d+\.\d+.*pgvector \d+\.\d+\.\d+, pg_trgm \d+\.\d+, [12] HNSW index", detail), detail
+
+
+@needs_pg
+def test_vectors_written_before_pgvector_move_into_the_vector_column(store):
+    """A database whose embeddings predate p003 (bytes in ``vector``): the migration moves them into
+    ``vec``, empties the bytes, and builds the index of each model and field."""
+    import numpy as np
+
+    from remem.store.postgres.migrations import MIGRATIONS
+    from remem.store.postgres.vectors import index_name
+
+    rows, _ = _vector_rows(50, 16)
+    db = store.conn
+    with store.transaction():
+        db.executemany("INSERT INTO embeddings (row_kind, row_id, field, model_id, dim, vector, content_hash, owner, "
+                       "agent, project, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,1)", rows)
+    with store.transaction():
+        next(m for m in MIGRATIONS if m.__name__ == "p003_pgvector")(db)
+    left = db.execute("SELECT count(*) FROM embeddings WHERE vec IS NULL OR length(vector) > 0").fetchone()[0]
+    assert left == 0
+    assert list(store.vectors.all_of("test:64"))[0] == rows[0][5]
+    assert np.allclose(np.frombuffer(next(iter(store.vectors.all_of("test:64"))), dtype=np.float32),
+                       np.frombuffer(rows[0][5], dtype=np.float32))
+    assert db.execute("SELECT 1 FROM pg_class WHERE relname = ?", (index_name("test:64", "summary", 16),)).fetchone()
+
+
+@needs_pg
+def test_a_server_without_pgvector_for_this_user_is_a_clear_error(store):
+    """pgvector is not a trusted extension: a role that may not create it, on a database without it,
+    gets an error naming what to do (and no half-migrated database)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    from remem.store import open_store
+    from remem.store.errors import StoreError
+
+    admin = store._dsn
+    with psycopg.connect(admin, autocommit=True) as c:
+        c.execute("DROP DATABASE IF EXISTS remem_novector WITH (FORCE)")
+        c.execute("DROP ROLE IF EXISTS remem_plain")
+        c.execute("CREATE ROLE remem_plain LOGIN")
+        c.execute("CREATE DATABASE remem_novector OWNER remem_plain")
+    try:
+        p = urlsplit(admin)
+        url = urlunsplit((p.scheme, p.netloc.replace("postgres@", "remem_plain@", 1), "/remem_novector", p.query, ""))
+        s = open_store(url, Path("."))
+        with pytest.raises(StoreError, match="pgvector extension"):
+            s.migrate()
+        s.close()
+        with psycopg.connect(url) as c:  # the migrations are one transaction: nothing stayed
+            assert c.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0] == 0
+    finally:
+        with psycopg.connect(admin, autocommit=True) as c:
+            c.execute("DROP DATABASE IF EXISTS remem_novector WITH (FORCE)")
+            c.execute("DROP ROLE IF EXISTS remem_plain")

@@ -539,7 +539,8 @@ class Remem:
         if store.engine == "sqlite":
             checks["wal"] = {"ok": mode == "wal", "detail": mode}
         else:  # a server keeps its own log
-            checks["engine"] = {"ok": True, "detail": f"{store.engine} {store.url}"}
+            facts = getattr(store.maintenance, "server_facts", None)
+            checks["engine"] = {"ok": True, "detail": f"{store.engine} {store.url}" + (f" ({facts()})" if facts else "")}
         ok, detail = store.maintenance.text_index_check()
         checks["fts"] = {"ok": ok, "detail": detail}
         tok = self.config.token_path

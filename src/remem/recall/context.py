@@ -11,15 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..scope import Scope
 from ..store.errors import StoreError
-from ..store.protocols import Candidates, EntityLookups, RecallStore, TextIndex
+from ..store.protocols import Candidates, EntityLookups, RecallStore, TextIndex, VectorSearch
 from . import okapi
-
-if TYPE_CHECKING:
-    from ..recall.vectors import VectorIndexes
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +51,7 @@ class RecallContext:
         self._on_shown = on_shown
         self.corpora = okapi.Corpora()
         self.query_vectors: dict[tuple[str, str], Any] = {}  # (model id, text) → vector: turn_start, then search
-        self._vectors: VectorIndexes | None = None
+        self._vectors: VectorSearch | None = None
         # what a failing channel becomes (an unavailable channel with its reason, never an error)
         self.errors: tuple[type[BaseException], ...] = (*store.errors, StoreError, ValueError, RuntimeError,
                                                         OSError, MemoryError)
@@ -74,12 +71,18 @@ class RecallContext:
         return self._embedder_error()
 
     @property
-    def vectors(self) -> VectorIndexes:
-        """The in-memory vector indexes over ``store.vectors`` (numpy: loaded on the first vector search)."""
+    def vectors(self) -> VectorSearch:
+        """The vector search: the store's own when it searches vectors itself (``store.vectors.searcher()``:
+        PostgreSQL with pgvector), else in-memory indexes over ``store.vectors`` (numpy: loaded on the
+        first vector search)."""
         if self._vectors is None:
-            from ..recall.vectors import VectorIndexes
+            own = getattr(self.store.vectors, "searcher", None)
+            if own is not None:
+                self._vectors = own()
+            else:
+                from ..recall.vectors import VectorIndexes
 
-            self._vectors = VectorIndexes(self.store.vectors)
+                self._vectors = VectorIndexes(self.store.vectors)
         return self._vectors
 
     def now(self) -> float:

@@ -408,6 +408,17 @@ class VectorRows(Protocol):
                       ) -> Iterator[tuple[str, bytes, str, str, str]]: ...
 
 
+class VectorSearch(Protocol):
+    """A vector search recall's channels run: the SQLite engine's in-memory indexes
+    (``recall.vectors.VectorIndexes``) or a store's own (``store.vectors.searcher()``, pgvector)."""
+
+    def search_fields(self, scope: Scope, query: Any, model_id: str, fields: list[str],
+                      k: int) -> dict[str, list[tuple[str, float]]]: ...
+    def mean_similarity(self, scope: Scope, query: Any, model_id: str, field: str) -> float | None: ...
+    def forget(self) -> None: ...
+    def info(self) -> list[dict[str, Any]]: ...
+
+
 class EntityLookups(Protocol):
     max_count: int  # mention counts are counted up to this (enough to tell a hub)
 

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from ..errors import StoreError
 from .db import PgConnection
+from .vectors import PgVectors
 
 
 class PgStore:
@@ -52,7 +53,7 @@ class PgStore:
         self.maintenance = areas.PgMaintenance(me)
         self.candidates = areas.PgCandidates(me)
         self.text = PgText(self)
-        self.vectors = areas.PgVectors(me)
+        self.vectors = PgVectors(me)
         self.entities = areas.PgEntities(me)
 
     @property

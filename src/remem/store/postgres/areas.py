@@ -23,7 +23,6 @@ from ..sqlite.packets import SqlitePackets
 from ..sqlite.sources import SqliteSources
 from ..sqlite.tombstones import SqliteTombstones
 from ..sqlite.turns import CLEAR_TABLES, COLUMNS, SqliteTurns, write_turn
-from ..sqlite.vectors import SqliteVectors
 
 if TYPE_CHECKING:
     from . import PgStore
@@ -46,10 +45,6 @@ class PgTombstones(SqliteTombstones):
 
 
 class PgEntities(SqliteEntities):
-    pass
-
-
-class PgVectors(SqliteVectors):
     pass
 
 
@@ -152,6 +147,16 @@ class PgMaintenance(SqliteMaintenance):
     def journal_mode(self) -> str:
         return "postgresql"
 
+    def server_facts(self) -> str:
+        """The server's version and the extensions remem needs (``remem doctor``)."""
+        version = self._db.execute("SHOW server_version").fetchone()[0]
+        ext = dict(self._db.execute("SELECT extname, extversion FROM pg_extension "
+                                    "WHERE extname IN ('vector', 'pg_trgm')").fetchall())
+        hnsw = int(self._db.execute("SELECT count(*) FROM pg_class WHERE relkind = 'i' "
+                                    "AND relname LIKE 'embeddings_hnsw_%'").fetchone()[0])
+        return (f"PostgreSQL {version}, pgvector {ext.get('vector', 'missing')}, pg_trgm {ext.get('pg_trgm', 'missing')}, "
+                f"{hnsw} HNSW index{'es' if hnsw != 1 else ''}")
+
     def text_index_check(self) -> tuple[bool, str]:
         """Every turn has its word rows (a turn without them is found by the other channels only)."""
         missing = int(self._db.execute("SELECT count(*) FROM turns WHERE tindexed = 0").fetchone()[0])
@@ -177,4 +182,4 @@ class PgMaintenance(SqliteMaintenance):
 
 
 __all__ = ["COLUMNS", "PgAudit", "PgCandidates", "PgEntities", "PgJobs", "PgLearned", "PgMaintenance",
-           "PgPackets", "PgSources", "PgTombstones", "PgTurns", "PgVectors"]
+           "PgPackets", "PgSources", "PgTombstones", "PgTurns"]

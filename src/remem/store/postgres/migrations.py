@@ -339,3 +339,30 @@ def p002_packets(db: PgConnection) -> None:
     CREATE INDEX packets_owner_time ON packets(owner, created_at);
     CREATE INDEX packets_open ON packets(owner, project, judged_at);
     """)
+
+
+@migration
+def p003_pgvector(db: PgConnection) -> None:
+    """Vectors as pgvector's ``vector`` (``embeddings.vec``), searched in SQL through HNSW indexes
+    (``store/postgres/vectors.py``); the bytes SQLite keeps move over and their column stays empty."""
+    import numpy as np
+
+    from ..errors import StoreError
+    from .vectors import NEEDS_PGVECTOR, ensure_index, register
+
+    try:
+        with db.raw.transaction():  # a savepoint: the reason survives a missing extension
+            db.native("CREATE EXTENSION IF NOT EXISTS vector")
+    except StoreError as e:
+        raise StoreError(f"{NEEDS_PGVECTOR} ({e})") from None
+    db.native("ALTER TABLE embeddings ADD COLUMN IF NOT EXISTS vec vector")
+    register(db)
+    while True:
+        rows = db.native("SELECT rowid, dim, vector FROM embeddings WHERE vec IS NULL AND length(vector) > 0 "
+                         "ORDER BY rowid LIMIT 2000").fetchall()
+        if not rows:
+            break
+        db.raw.cursor().executemany("UPDATE embeddings SET vec = %s, vector = ''::bytea WHERE rowid = %s",
+                                    [(np.frombuffer(bytes(v), dtype=np.float32), rid) for rid, _dim, v in rows])
+    for model_id, field, dim in db.native("SELECT DISTINCT model_id, field, dim FROM embeddings").fetchall():
+        ensure_index(db, model_id, field, int(dim))

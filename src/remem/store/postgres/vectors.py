@@ -1,0 +1,239 @@
+"""Vectors on PostgreSQL: pgvector columns, HNSW indexes, and the vector search recall runs in SQL.
+
+``embeddings.vec`` holds each vector as pgvector's ``vector`` (the SQLite engine's ``vector`` bytes
+column stays empty here: one copy). Recall does not load the vectors into memory as on SQLite; it
+asks :class:`PgVectorSearch`, which runs one query per field:
+
+- an HNSW index per (model, field, dimension), partial on those values (``vec::vector(D)`` with
+  inner-product ops: the stored vectors are what the embedder returned, as SQLite's index scores
+  them), created the first time that model writes a vector of that field;
+- the scope's owner / agent / project filter in the same query, with ``hnsw.iterative_scan``
+  (``relaxed_order``, re-sorted here) so a filtered scan keeps going until it has ``k`` rows of the
+  scope, and never prepared (see ``db.py``), so the planner sees how selective an owner is and takes
+  the exact path for a small one;
+- the owners' mean vector (the "typical memory" the related-hit margin is measured from) computed
+  in SQL and cached until a vector of that model and field is written or deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..errors import StoreError
+from ..sqlite.vectors import SqliteVectors
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ...scope import Scope
+    from . import PgStore
+    from .db import PgConnection
+
+Row = tuple[str, str, str, str, int, bytes, str, str, str, str]
+
+# ef_search: HNSW's candidate list (pgvector's default 40 found 7.8 of the true 10 nearest on clustered
+# vectors, 100 too; 400 all 10: tests/test_postgres.py), at most pgvector's limit
+EF_MIN, EF_MAX = 400, 1000
+
+_PUT = ("INSERT INTO embeddings (row_kind, row_id, field, model_id, dim, vector, vec, content_hash, owner, agent, "
+        "project, created_at) VALUES (?,?,?,?,?,''::bytea,?,?,?,?,?,?) "
+        "ON CONFLICT (row_kind, row_id, field, model_id) DO UPDATE SET vec = excluded.vec, dim = excluded.dim, "
+        "content_hash = excluded.content_hash, created_at = excluded.created_at")
+
+NEEDS_PGVECTOR = ("remem on PostgreSQL needs the pgvector extension (https://github.com/pgvector/pgvector): "
+                  "install it on the server, then run `CREATE EXTENSION vector;` in this database as a user "
+                  "allowed to (or let remem's user create it)")
+
+
+def register(db: PgConnection) -> None:
+    """pgvector's types on this connection (once): numpy arrays go as ``vector``, come back as arrays."""
+    if getattr(db, "_pgvector", False):
+        return
+    import psycopg
+
+    try:
+        from pgvector.psycopg import register_vector
+    except ImportError:
+        raise StoreError("remem on PostgreSQL needs the Python package pgvector: pip install 'remem[postgres]'") from None
+    try:
+        register_vector(db.raw)
+    except psycopg.ProgrammingError as e:  # the type is not there: migrations have not run, or no pgvector
+        raise StoreError(f"{NEEDS_PGVECTOR} ({e})") from None
+    db._pgvector = True  # type: ignore[attr-defined]
+
+
+def index_name(model_id: str, field: str, dim: int) -> str:
+    return "embeddings_hnsw_" + hashlib.sha1(f"{model_id}\x00{field}\x00{dim}".encode()).hexdigest()[:16]
+
+
+def ensure_index(db: PgConnection, model_id: str, field: str, dim: int) -> bool:
+    """The HNSW index of this model, field and dimension (created if missing); True when created."""
+    from psycopg import sql
+
+    name = index_name(model_id, field, dim)
+    if db.native("SELECT 1 FROM pg_class WHERE relname = %s AND relkind = 'i'", (name,)).fetchone():
+        return False
+    stmt = sql.SQL("CREATE INDEX IF NOT EXISTS {} ON embeddings USING hnsw ((vec::vector({})) vector_ip_ops) "
+                   "WITH (m = 16, ef_construction = 128) WHERE model_id = {} AND field = {} AND dim = {}").format(
+        sql.Identifier(name), sql.Literal(dim), sql.Literal(model_id), sql.Literal(field), sql.Literal(dim))
+    db.native(stmt.as_string(db.raw))
+    return True
+
+
+def _array(vec: bytes, dim: int) -> np.ndarray:
+    import numpy as np
+
+    a = np.frombuffer(vec, dtype=np.float32)
+    if a.shape[0] != dim:
+        raise StoreError(f"a vector of {a.shape[0]} numbers was given as {dim}")
+    return a
+
+
+def _np(v: Any) -> np.ndarray:
+    """A vector read back (pgvector's ``Vector``) as float32 numbers."""
+    import numpy as np
+
+    return np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32)
+
+
+class PgVectors(SqliteVectors):
+    """``store.vectors``: rows as on SQLite, the vector itself in ``vec`` (pgvector)."""
+
+    _store: PgStore
+
+    def __init__(self, store: PgStore) -> None:
+        super().__init__(store)  # type: ignore[arg-type]
+        self._indexed: set[tuple[str, str, int]] = set()
+        self._lock = threading.Lock()
+
+    def _put(self, db: PgConnection, rows: list[Row]) -> None:
+        if not rows:
+            return
+        register(db)
+        now = time.time()
+        for key in {(r[3], r[2], int(r[4])) for r in rows} - self._indexed:
+            ensure_index(db, *key)
+            with self._lock:
+                self._indexed.add(key)
+        db.executemany(_PUT, [(r[0], r[1], r[2], r[3], int(r[4]), _array(r[5], int(r[4])), r[6], r[7], r[8], r[9],
+                               now) for r in rows])
+
+    def put_many(self, rows: list[Row]) -> None:
+        with self.store.transaction() as db:
+            self._put(db, rows)  # type: ignore[arg-type]
+
+    def put_done(self, rows: list[Row], turn_ids: list[str]) -> None:
+        with self.store.transaction() as db:
+            self._put(db, rows)  # type: ignore[arg-type]
+            db.executemany("UPDATE turns SET embed_state='done' WHERE id=?", [(t,) for t in turn_ids])
+
+    def _vec_rows(self, sql: str, params: tuple[Any, ...]) -> Iterator[Any]:
+        db = self._db
+        register(db)  # type: ignore[arg-type]
+        return iter(db.execute(sql, params))
+
+    def written_since(self, model_id: str, field: str, after: float, row_kind: str = "turn"
+                      ) -> Iterator[tuple[str, bytes, str, str, str]]:
+
+        for rid, vec, owner, agent, project in self._vec_rows(
+                "SELECT row_id, vec, owner, agent, project FROM embeddings WHERE model_id = ? AND field = ? "
+                "AND row_kind = ? AND created_at > ? ORDER BY created_at", (model_id, field, row_kind, after)):
+            yield rid, _np(vec).tobytes(), owner, agent, project
+
+    def all_of(self, model_id: str) -> Iterator[bytes]:
+
+        for (vec,) in self._vec_rows("SELECT vec FROM embeddings WHERE model_id = ?", (model_id,)):
+            yield _np(vec).tobytes()
+
+    def searcher(self) -> PgVectorSearch:
+        """What recall's vector channels ask (instead of loading the vectors into memory)."""
+        return PgVectorSearch(self)
+
+
+class PgVectorSearch:
+    """Recall's vector search, in SQL (the surface of ``recall.vectors.VectorIndexes`` recall uses)."""
+
+    def __init__(self, vectors: PgVectors) -> None:
+        self.vectors = vectors
+        self._means: dict[tuple[Any, ...], tuple[tuple[Any, ...], np.ndarray | None]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def _db(self) -> PgConnection:
+        db = self.vectors._db
+        register(db)  # type: ignore[arg-type]
+        return db  # type: ignore[return-value]
+
+    def has_vectors(self, model_id: str, field: str) -> bool:
+        return self.vectors.has(model_id, field)
+
+    def search(self, scope: Scope, query: np.ndarray, model_id: str, field: str, k: int) -> list[tuple[str, float]]:
+        """Top ``k`` (row id, score) of this model and field inside ``scope``, best first (the score is
+        the inner product, as the SQLite engine's in-memory index gives it)."""
+        import numpy as np
+
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        dim = int(q.shape[0])
+        if k <= 0 or not dim:
+            return []
+        where, params = scope.sql()
+        db = self._db
+        ef = min(EF_MAX, max(EF_MIN, 4 * k))
+        local = db.in_transaction  # inside one, a session setting would go with a rollback: this query's only
+        if local or getattr(db, "_hnsw_ef", None) != ef:
+            db.native("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', %s), "
+                      "set_config('hnsw.ef_search', %s, %s)", (local, str(ef), local))
+            if not local:
+                db._hnsw_ef = ef  # type: ignore[attr-defined]
+        rows = db.execute(
+            f"SELECT row_id, -(vec::vector({dim}) <#> ?) FROM embeddings WHERE model_id = ? AND field = ? "
+            f"AND dim = ? AND row_kind = 'turn' AND {where} ORDER BY vec::vector({dim}) <#> ? LIMIT ?",
+            [q, model_id, field, dim, *params, q, int(k)]).fetchall()
+        got = [(str(r[0]), float(r[1])) for r in rows]
+        got.sort(key=lambda h: -h[1])  # relaxed_order: nearly sorted
+        return got
+
+    def search_fields(self, scope: Scope, query: np.ndarray, model_id: str, fields: list[str],
+                      k: int) -> dict[str, list[tuple[str, float]]]:
+        return {f: self.search(scope, query, model_id, f, k) for f in fields}
+
+    def mean_similarity(self, scope: Scope, query: np.ndarray, model_id: str, field: str) -> float | None:
+        """The query's score against the scope owners' mean vector of ``field`` (agent and project
+        filters not applied, as on SQLite); None when they have no vectors."""
+        import numpy as np
+
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        dim = int(q.shape[0])
+        owners = tuple(sorted(scope.owners))
+        if not owners:
+            return None
+        db = self._db
+        stamp = (self.vectors.newest(model_id, field), self.vectors.last_delete())
+        key = (owners, model_id, field, dim)
+        with self._lock:
+            cached = self._means.get(key)
+        if cached is None or cached[0] != stamp:
+            marks = ",".join("?" * len(owners))
+            got = db.execute(f"SELECT avg(vec::vector({dim})) FROM embeddings WHERE model_id = ? AND field = ? "
+                             f"AND dim = ? AND row_kind = 'turn' AND owner IN ({marks})",
+                             [model_id, field, dim, *owners]).fetchone()[0]
+            mean = None if got is None else _np(got)
+            with self._lock:
+                self._means[key] = (stamp, mean)
+        else:
+            mean = cached[1]
+        return None if mean is None else float(mean @ q)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._means.clear()
+
+    def info(self) -> list[dict[str, Any]]:
+        """The HNSW indexes (SQLite's in-memory indexes report their rows and bytes here)."""
+        return [{"index": r[0], "bytes": int(r[1])} for r in self.vectors._db.execute(
+            "SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c WHERE c.relkind = 'i' "
+            "AND c.relname LIKE 'embeddings_hnsw_%' ORDER BY c.relname")]
