@@ -153,6 +153,8 @@ def test_vector_search_in_sql_returns_full_results_for_small_owners(mem, tmp_pat
 
     rows, _ = _vector_rows(4000, 64)
     mem.store.vectors.put_many(rows)
+    assert mem.store.vectors.settle() == [index_name("test:64", "summary", 64)]   # the backlog drained
+    assert mem.store.vectors.settle() == []
     search = mem.recall.vectors
     assert isinstance(search, PgVectorSearch)
     lite = remem.open(tmp_path / "lite", env={"REMEM_DATABASE_URL": f"sqlite:///{tmp_path / 'lite.db'}"})
@@ -200,7 +202,9 @@ def test_doctor_names_the_server_and_its_extensions(mem):
     import re
 
     mem.add("the deploy script needs the staging token", agent="codex")
-    mem.embed_pending()
+    mem.embed_pending()   # drains the backlog: the model's index is built
+    assert mem.store.conn.execute("SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'embeddings_hnsw_%' "
+                                  "AND indexdef LIKE '%hash:512%'").fetchone()[0] == 1
     detail = mem.doctor(load_embedder=False)["checks"]["engine"]["detail"]
     assert re.search(r"PostgreSQL \d+\.\d+.*pgvector \d+\.\d+\.\d+, pg_trgm \d+\.\d+, \d+ HNSW index", detail), detail
 

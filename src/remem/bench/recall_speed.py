@@ -180,6 +180,9 @@ def fill_vectors(mem: Any, model_id: str, dim: int, seed: int = 11) -> int:
                 batch.append(("turn", r[0], "actions", model_id, dim, v[::-1].copy().tobytes(), r[4], r[1], r[2], r[3]))
         vectors.put_done(batch, [r[0] for r in chunk])
         n += len(batch)
+    from remem.embed.worker import settle
+
+    settle(mem.store)  # as the embedding worker does when its backlog is drained (PostgreSQL: HNSW)
     return n
 
 

@@ -47,6 +47,7 @@ def run_pending(store: WriteStore, embedder: Any, *, batch_size: int = 32, limit
     spent, saved = 0.0, time.monotonic()
     if total is None:
         total = store.turns.embed_backlog()
+    rows: Any = None  # the last batch read: empty when the backlog is drained
     while not should_stop():
         t0 = time.perf_counter()
         rows = store.turns.embed_batch(batch_size)
@@ -86,7 +87,23 @@ def run_pending(store: WriteStore, embedder: Any, *, batch_size: int = 32, limit
             break
     if rate_file is not None and done >= MIN_RATE_TURNS and spent > 0:
         save_rate(rate_file, model_id, done / spent)
+    if done and rows is not None and not rows:
+        settle(store)
     return done
+
+
+def settle(store: WriteStore) -> None:
+    """The backlog is drained: an engine that indexes vectors itself builds what it lacks now
+    (PostgreSQL's HNSW indexes; nothing on SQLite). A failure leaves search exact, never the job failed."""
+    fn = getattr(store.vectors, "settle", None)
+    if fn is None:
+        return
+    try:
+        built = fn()
+        if built:
+            log.info("built vector indexes: %s", ", ".join(built))
+    except Exception as e:  # the index is an optimisation: the same query scans exactly without it
+        log.warning("cannot build the vector index yet: %s", e)
 
 
 def save_rate(path: Path, model_id: str, turns_per_s: float) -> None:

@@ -6,7 +6,10 @@ asks :class:`PgVectorSearch`, which runs one query per field:
 
 - an HNSW index per (model, field, dimension), partial on those values (``vec::vector(D)`` with
   inner-product ops: the stored vectors are what the embedder returned, as SQLite's index scores
-  them), created the first time that model writes a vector of that field;
+  them), built by :meth:`PgVectors.settle` once an embedding run has drained the backlog
+  (``CREATE INDEX CONCURRENTLY``: writers go on meanwhile). Built after a bulk fill it costs a few
+  seconds; kept up row by row from the first vector, HNSW inserts ran at ~150 rows/s here (see
+  bench/RESULTS.md). Until it exists the same query is an exact scan;
 - the scope's owner / agent / project filter in the same query, with ``hnsw.iterative_scan``
   (``relaxed_order``, re-sorted here) so a filtered scan keeps going until it has ``k`` rows of the
   scope, and never prepared (see ``db.py``), so the planner sees how selective an owner is and takes
@@ -70,16 +73,19 @@ def index_name(model_id: str, field: str, dim: int) -> str:
     return "embeddings_hnsw_" + hashlib.sha1(f"{model_id}\x00{field}\x00{dim}".encode()).hexdigest()[:16]
 
 
-def ensure_index(db: PgConnection, model_id: str, field: str, dim: int) -> bool:
-    """The HNSW index of this model, field and dimension (created if missing); True when created."""
+def ensure_index(db: PgConnection, model_id: str, field: str, dim: int, *, concurrently: bool = False) -> bool:
+    """The HNSW index of this model, field and dimension (created if missing: ``concurrently``
+    outside a transaction, writers go on meanwhile); True when created. One being built by another
+    process counts as there."""
     from psycopg import sql
 
     name = index_name(model_id, field, dim)
     if db.native("SELECT 1 FROM pg_class WHERE relname = %s AND relkind = 'i'", (name,)).fetchone():
         return False
-    stmt = sql.SQL("CREATE INDEX IF NOT EXISTS {} ON embeddings USING hnsw ((vec::vector({})) vector_ip_ops) "
+    how = sql.SQL("CONCURRENTLY IF NOT EXISTS" if concurrently else "IF NOT EXISTS")
+    stmt = sql.SQL("CREATE INDEX {} {} ON embeddings USING hnsw ((vec::vector({})) vector_ip_ops) "
                    "WITH (m = 16, ef_construction = 128) WHERE model_id = {} AND field = {} AND dim = {}").format(
-        sql.Identifier(name), sql.Literal(dim), sql.Literal(model_id), sql.Literal(field), sql.Literal(dim))
+        how, sql.Identifier(name), sql.Literal(dim), sql.Literal(model_id), sql.Literal(field), sql.Literal(dim))
     db.native(stmt.as_string(db.raw))
     return True
 
@@ -105,20 +111,11 @@ class PgVectors(SqliteVectors):
 
     _store: PgStore
 
-    def __init__(self, store: PgStore) -> None:
-        super().__init__(store)  # type: ignore[arg-type]
-        self._indexed: set[tuple[str, str, int]] = set()
-        self._lock = threading.Lock()
-
     def _put(self, db: PgConnection, rows: list[Row]) -> None:
         if not rows:
             return
         register(db)
         now = time.time()
-        for key in {(r[3], r[2], int(r[4])) for r in rows} - self._indexed:
-            ensure_index(db, *key)
-            with self._lock:
-                self._indexed.add(key)
         db.executemany(_PUT, [(r[0], r[1], r[2], r[3], int(r[4]), _array(r[5], int(r[4])), r[6], r[7], r[8], r[9],
                                now) for r in rows])
 
@@ -130,6 +127,19 @@ class PgVectors(SqliteVectors):
         with self.store.transaction() as db:
             self._put(db, rows)  # type: ignore[arg-type]
             db.executemany("UPDATE turns SET embed_state='done' WHERE id=?", [(t,) for t in turn_ids])
+
+    def settle(self) -> list[str]:
+        """Build the HNSW index of every model, field and dimension that has vectors and none yet
+        (the embedding worker calls this when its backlog is drained); the names of those built.
+        Inside a transaction it waits for the next call."""
+        db: PgConnection = self._db  # type: ignore[assignment]
+        if db.in_transaction:
+            return []
+        built = []
+        for model_id, field, dim in db.execute("SELECT DISTINCT model_id, field, dim FROM embeddings").fetchall():
+            if ensure_index(db, model_id, field, int(dim), concurrently=True):
+                built.append(index_name(model_id, field, int(dim)))
+        return built
 
     def _vec_rows(self, sql: str, params: tuple[Any, ...]) -> Iterator[Any]:
         db = self._db
