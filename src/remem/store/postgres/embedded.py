@@ -50,10 +50,15 @@ def _as_user(cmd: list[str]) -> list[str]:
 def _ensure_user() -> None:
     if os.geteuid() != 0:
         return
-    if subprocess.run(["id", "-u", SYSTEM_USER], capture_output=True).returncode == 0:
+    def exists() -> bool:
+        return subprocess.run(["id", "-u", SYSTEM_USER], capture_output=True).returncode == 0
+
+    if exists():
         return
-    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SYSTEM_USER],
-                   check=True, capture_output=True)
+    got = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SYSTEM_USER],
+                         capture_output=True, text=True)
+    if got.returncode != 0 and not exists():  # another process (a parallel test worker) may have made it
+        raise StoreError(f"cannot create the system user {SYSTEM_USER}: {got.stderr.strip()[-300:]}")
 
 
 @dataclass
