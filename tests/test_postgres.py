@@ -263,3 +263,33 @@ def test_a_server_without_pgvector_for_this_user_is_a_clear_error(store):
         with psycopg.connect(admin, autocommit=True) as c:
             c.execute("DROP DATABASE IF EXISTS remem_novector WITH (FORCE)")
             c.execute("DROP ROLE IF EXISTS remem_plain")
+
+
+@needs_pg
+def test_session_neighbours_in_one_statement_match_sqlites_two_per_row(mem, tmp_path):
+    """PostgreSQL's one LATERAL statement for all rows gives what SQLite's two statements per row give:
+    the same order, ties on the start time broken by id, other owners' and agents' turns left out."""
+    import remem
+    from remem.store.sqlite.candidates import neighbours
+
+    rows = []
+    for s in range(4):
+        for i in range(7):
+            t = 1.7e9 + s * 3600 + (i // 2) * 60   # pairs of turns share a start time
+            rows.append(TurnIn(request=f"step {i} of session {s}", reply="ok", agent="codex" if i != 3 else "claude-code",
+                               owner="alice" if s != 2 else "bob", session_id=f"s{s}", project="/w/p",
+                               source_key=f"n{s}-{i}", started_at=t, ended_at=t + 5))
+    lite = remem.open(tmp_path / "lite", env={"REMEM_DATABASE_URL": f"sqlite:///{tmp_path / 'lite.db'}"})
+    for m in (mem, lite):
+        m.add_turns(rows)
+    def pick(m, scope):
+        ids = [r[0] for r in m.store.conn.execute("SELECT id FROM turns ORDER BY id")]
+        metas = m.store.candidates.meta(scope, ids)
+        return [metas[i] for i in ids if i in metas]
+
+    for scope in (Scope.of("alice"), Scope.of(["alice", "bob"]), Scope.of("alice", agent="codex")):
+        for window in (1, 2):
+            got = mem.store.candidates.neighbours(scope, pick(mem, scope), window)
+            want = neighbours(lite.store.conn, scope, pick(lite, scope), window)
+            assert got == want and any(got.values()), (scope, window)
+    lite.close()

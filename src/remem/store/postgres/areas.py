@@ -129,6 +129,35 @@ class PgCandidates(SqliteCandidates):
     def can_snapshot(self) -> bool:
         return True
 
+    def neighbours(self, scope: Scope, rows: list[dict[str, Any]], window: int = 1) -> dict[str, list[str]]:
+        """SQLite's two statements per row as one statement for all rows (LATERAL: the same order and
+        ties as ``store/sqlite/candidates.neighbours``); a search's round trips were most of its time."""
+        todo = [r for r in rows if r.get("session_id")]
+        if not todo:
+            return {}
+        where, params = scope.sql("t")
+        vals = ",".join(["(?, ?, ?, ?, ?::float8, ?::int)"] * len(todo))
+        args: list[Any] = []
+        for i, r in enumerate(todo):
+            args += [r["id"], r["session_id"], r["owner"], r["agent"], float(r.get("started_at") or 0.0), i]
+        base = (f"SELECT t.id, coalesce(t.started_at, 0) AS k FROM turns t WHERE t.session_id = r.sid "
+                f"AND t.owner = r.own AND t.agent = r.ag AND {where} AND t.deleted = 0 AND t.id != r.id ")
+        sql = (f"WITH r(id, sid, own, ag, ts, n) AS (VALUES {vals}) "
+               f"SELECT r.n, 0, b.id, b.k FROM r CROSS JOIN LATERAL ({base}"
+               f"AND coalesce(t.started_at, 0) <= r.ts AND NOT (coalesce(t.started_at, 0) = r.ts AND t.id > r.id) "
+               f"ORDER BY coalesce(t.started_at, 0) DESC, t.id DESC LIMIT ?) b "
+               f"UNION ALL SELECT r.n, 1, a.id, a.k FROM r CROSS JOIN LATERAL ({base}"
+               f"AND coalesce(t.started_at, 0) >= r.ts AND NOT (coalesce(t.started_at, 0) = r.ts AND t.id < r.id) "
+               f"ORDER BY coalesce(t.started_at, 0), t.id LIMIT ?) a")
+        got: dict[int, tuple[list[tuple[float, str]], list[tuple[float, str]]]] = {i: ([], []) for i in range(len(todo))}
+        for n, side, tid, k in self._db.execute(sql, [*args, *params, window, *params, window]).fetchall():
+            got[int(n)][int(side)].append((float(k), str(tid)))
+        out: dict[str, list[str]] = {}
+        for i, r in enumerate(todo):
+            before, after = got[i]
+            out[r["id"]] = [t for _, t in sorted(before)] + [t for _, t in sorted(after)]
+        return out
+
     def texts_snapshot(self, scope: Scope) -> tuple[tuple[int, int, float], list[Any]]:
         conn = cast("PgStore", self.store).connect(readonly=True)
         try:
