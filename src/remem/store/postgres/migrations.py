@@ -339,3 +339,13 @@ def p002_packets(db: PgConnection) -> None:
     CREATE INDEX packets_owner_time ON packets(owner, created_at);
     CREATE INDEX packets_open ON packets(owner, project, judged_at);
     """)
+
+
+@migration
+def p004_retention(db: PgConnection) -> None:
+    """A learned memory may be soft-deleted: status ``deleted`` (SQLite's m012_retention)."""
+    script(db, """
+    ALTER TABLE learned DROP CONSTRAINT IF EXISTS learned_status_check;
+    ALTER TABLE learned ADD CONSTRAINT learned_status_check
+        CHECK (status IN ('candidate','active','superseded','archived','rejected','deleted'));
+    """)
