@@ -385,3 +385,39 @@ def test_mcp_delete_and_restore_only_the_agents_own(mem):
     bob_tools = Tools(mem, agent="codex", owner="bob")
     assert bob_tools.learned_delete(pref["id"])["status"] == "deleted"
     assert _pref(mem, owner="bob")["status"] == "deleted"
+
+
+def test_rest_delete_restore_and_errors(tmp_path):
+    import httpx
+
+    import remem
+    from remem.server.testing import Daemon
+
+    (tmp_path / "home").mkdir()
+    with remem.open(tmp_path / "remem", env={"REMEM_EMBEDDING_MODEL": "hash"}) as m:
+        seed_early(m)
+        seed_later(m)
+        learn(m)
+        pref, fact = _pref(m), one(m, lambda x: x["slot"] == "cmd.test")
+    with Daemon(tmp_path / "remem", env={"HOME": str(tmp_path / "home"), "REMEM_AUTO_SYNC": "0"}) as d, \
+            d.client() as c:
+        assert httpx.post(d.url + f"/api/v1/learned/{pref['id']}/delete", timeout=5).status_code == 401
+        got = c.post(f"/api/v1/learned/{pref['id']}/delete").json()
+        assert got["status"] == "deleted" and got["data"]["deleted_at"]
+        assert c.post(f"/api/v1/learned/{pref['id']}/delete").status_code == 400          # already deleted
+        listed = c.get("/api/v1/learned", params={"status": "deleted", "project": PROJECT}).json()["items"]
+        assert [i["id"] for i in listed] == [pref["id"]]
+        assert c.post(f"/api/v1/learned/{pref['id']}/restore").json()["status"] == "active"
+        assert c.post(f"/api/v1/learned/{pref['id']}/restore").status_code == 400         # nothing to restore
+        # decay's archive, restored through the API: approved
+        assert fact["status"] == "archived"
+        back = c.post(f"/api/v1/learned/{fact['id']}/restore").json()
+        assert back["status"] == "active" and back["decided"] == "active"
+        # hard: gone, and a restore is a clear 404
+        assert c.post(f"/api/v1/learned/{pref['id']}/delete", params={"hard": "true"}).status_code == 200
+        r = c.post(f"/api/v1/learned/{pref['id']}/restore")
+        assert r.status_code == 404 and "no learned memory" in r.text
+        assert c.post("/api/v1/learned/m_nothere/delete").status_code == 404
+        # another owner: bob's own row with the same id, untouched by this owner's delete
+        bobs = c.get("/api/v1/learned", params={"owner": "bob", "status": "all", "project": PROJECT}).json()["items"]
+        assert any(i["id"] == pref["id"] and i["status"] == "active" for i in bobs)
