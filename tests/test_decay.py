@@ -171,6 +171,9 @@ def test_decay_archives_what_work_went_on_without(mem):
     assert test_cmd["id"] not in {i["id"] for i in packet["items"]}
     assert test_cmd["id"] not in {m["id"] for m in mem.learned(project=PROJECT)}
 
+    shown = service.show(mem, mem.scope(), test_cmd["id"])["retention"]
+    assert shown["score"] == test_cmd["data"]["decay"]["retention"] and shown["half_life_days"] == 60
+    assert service.show(mem, mem.scope(), states[1]["id"])["retention"]["exempt"] == "locked"
     # the same turns again (incremental or rebuild): the same result, no new events
     n = len(service.history(mem, mem.scope(), test_cmd["id"]))
     assert mem.learn(rebuild=True)["decayed"] == 0

@@ -126,6 +126,10 @@ def show(ctx: click.Context, memory_id: str, owner: str | None, as_json: bool) -
         click.echo(f"    layer {d['layer']} · slot {d['slot'] or '-'} · {count(d['turns'], 'evidence turn')} · "
                    f"updated {_age(d['updated_at'])}" + (f" · superseded by {d['superseded_by']}"
                                                         if d['superseded_by'] else ""))
+        r = d.get("retention") or {}
+        if r:
+            click.echo(f"    retention {r['score']:.2f} (half-life {r['half_life_days']:g} days"
+                       + (f"; exempt from decay: {r['exempt']}" if r["exempt"] else "") + ")")
         for q in d["quotes"]:
             mark = "against" if q["against"] else "said"
             click.echo(f"  {mark} in {q['turn_id']} (session {q['session_id'] or '-'}, {_age(q['at'])}):")

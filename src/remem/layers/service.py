@@ -476,6 +476,11 @@ def show(mem: Remem, scope: Scope, memory_id: str, *, quote: int = 200) -> dict[
     rec = _get(mem, scope, memory_id)
     turns = _area(mem).turn_requests(scope, [e["turn_id"] for e in rec["evidence"]])
     out = public(rec)
+    clock = _area(mem).clock(rec["owner"], rec["project"]) or time.time()
+    rule = decay_rule(mem)
+    out["retention"] = {"score": round(retention.of(rec, clock, rule.half_lives), 4), "at": clock,
+                        "half_life_days": rule.half_lives.of(rec["kind"], rec["slot"]),
+                        "exempt": retention.exempt(rec, clock, rule) or None}
     out["quotes"] = []
     for e in rec["evidence"]:
         t = turns.get(e["turn_id"])
