@@ -157,6 +157,8 @@ def history(ctx: click.Context, memory_id: str, owner: str | None, as_json: bool
             text = (e["after"] or {}).get("text") or ""
             click.echo(f"event {e['id']}  {_age(e['ts']):<10} {e['action']:<10} by {e['actor']:<8} "
                        f"{before} → {after}" + (f"  {text[:80]}" if text else ""))
+            if (e["after"] or {}).get("reason"):
+                click.echo(f"    {e['after']['reason']}")
 
     emit(events, as_json, human)
 
