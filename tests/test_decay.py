@@ -424,3 +424,37 @@ def test_rest_delete_restore_and_errors(tmp_path):
         # another owner: bob's own row with the same id, untouched by this owner's delete
         bobs = c.get("/api/v1/learned", params={"owner": "bob", "status": "all", "project": PROJECT}).json()["items"]
         assert any(i["id"] == pref["id"] and i["status"] == "active" for i in bobs)
+
+
+@pytest.mark.sqlite_only("m012_retention copies the SQLite learned table; PostgreSQL widens its CHECK in place")
+def test_m012_keeps_every_learned_row_and_the_cascade(monkeypatch):
+    import remem
+    from remem.store.sqlite import migrations
+
+    older = [f for f in migrations.MIGRATIONS if f.__name__ < "m012"]
+    with monkeypatch.context() as mp:
+        mp.setattr(migrations, "MIGRATIONS", older)
+        with remem.open() as m:
+            ids = seed_early(m)
+            learn(m)
+            before = sorted((r["owner"], r["id"], r["status"], r["text"], r["confidence"], json.dumps(r["data"]))
+                            for r in m.learned(status="all") + m.learned(status="all", owner="bob"))
+            evidence = m.store.conn.execute("SELECT count(*) FROM learned_evidence").fetchone()[0]
+            assert m.store.conn.execute("SELECT count(*) FROM schema_migrations WHERE name = 'm012_retention'"
+                                        ).fetchone()[0] == 0
+    with remem.open() as m:                                   # migrates to m012
+        db = m.store.conn
+        assert db.execute("SELECT count(*) FROM schema_migrations WHERE name = 'm012_retention'").fetchone()[0] == 1
+        after = sorted((r["owner"], r["id"], r["status"], r["text"], r["confidence"], json.dumps(r["data"]))
+                       for r in m.learned(status="all") + m.learned(status="all", owner="bob"))
+        assert after == before and len(after) > 10
+        assert db.execute("SELECT count(*) FROM learned_evidence").fetchone()[0] == evidence
+        names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE tbl_name IN ('learned', 'turns')")}
+        assert {"learned_scope", "learned_stale", "learned_turn_forgotten"} <= names
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        # the new status is allowed, the cascade still runs
+        pref = _pref(m)
+        assert service.delete(m, m.scope(), pref["id"])["status"] == "deleted"
+        m.forget(session="a3")
+        assert not any(".env" in x["text"] for x in m.learned(status="all"))
+        assert ids[3] not in {e[0] for e in db.execute("SELECT turn_id FROM learned_evidence")}
