@@ -458,3 +458,24 @@ def test_m012_keeps_every_learned_row_and_the_cascade(monkeypatch):
         m.forget(session="a3")
         assert not any(".env" in x["text"] for x in m.learned(status="all"))
         assert ids[3] not in {e[0] for e in db.execute("SELECT turn_id FROM learned_evidence")}
+
+
+def test_a_switched_package_manager_stops_being_injected(mem):
+    """npm in the first three sessions, bun in the two that came 600 days later: the world model still
+    counts npm's runs (the most successful runs win), so before decay the packet said "npm" in a bun
+    project; now the unconfirmed npm facts fade and nothing misleads the agent."""
+    from decay_data import _turn
+    from learned_data import bash
+
+    npm_out = "added 120 packages, and audited 121 packages in 3s\n\nfound 0 vulnerabilities"
+    rows = [(f"n{k}", k, f"Set up part {k} of the web client", "Done.",
+             [bash("npm install", npm_out), bash("npm test", "Tests: 12 passed, 12 total")]) for k in range(3)]
+    rows += [(f"w{k}", 600 + k, f"Add the reports page {k}", "Done.",
+              [bash("bun install", "bun install v1.1.29\n\n 120 packages installed [2.31s]"),
+               bash("bun test", "12 pass\n0 fail")]) for k in range(2)]
+    mem.add_turns([_turn("default", *r, i) for i, r in enumerate(rows)])
+    mem.learn()
+    npm = one(mem, lambda m: m["slot"] == "pkg.manager")
+    assert npm["value"] == "npm" and npm["status"] == "archived"
+    packet = mem.turn_start("install the date library", project=PROJECT)
+    assert not any("npm" in i.get("text", "") for i in packet["items"] if i.get("layer") in ("L2", "L3"))
