@@ -36,7 +36,8 @@ def test_mcp_tools_over_stdio(remem_home):
         async with Client(params, read_timeout_seconds=60) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
             assert tools == {"memory_search", "memory_get", "memory_add", "memory_timeline", "memory_forget",
-                             "learned_list", "memory_feedback"}
+                             "learned_list", "memory_feedback",
+                             "learned_delete", "learned_restore"}
 
             added = _data(await client.call_tool("memory_add", {
                 "text": "We pin Postgres to 16.4 because 16.5 broke logical replication",

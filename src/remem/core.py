@@ -16,7 +16,7 @@ from . import config as configmod
 from . import hook_settings, tasks
 from .agents import canonical_agent
 from .ingest.normalize import InputError, check_user_text
-from .ingest.pipeline import PRESERVED, BatchResult, WriteResult, persist
+from .ingest.pipeline import PRESERVED, BatchResult, WriteResult, learn_key, persist
 from .model import ToolCall, TurnIn
 from .recall.context import RecallContext, RecallSettings
 from .scope import Scope
@@ -317,6 +317,11 @@ class Remem:
                 store.tombstones.bury(sc, "session" if session is not None else "source",
                                       str(session if session is not None else source))
             gone = store.turns.delete(sc, ids=ids, session_id=session, source=source)
+            if gone and self.config.get("learn.enabled"):
+                # the learned memories that cited them went with them (the m009 trigger); those with evidence
+                # elsewhere come back from the turns that remain at the next learn: queue it now
+                for o in sc.owners:
+                    store.jobs.enqueue("learn", {"owner": o}, dedup_key=learn_key(o))
             if gone or (keep_out and ids is None):
                 store.audit.record("forget", owner=",".join(sc.owners),
                                    target=ids and ",".join(ids[:20]) or session or source or "",

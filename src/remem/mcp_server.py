@@ -120,6 +120,23 @@ class Tools:
         got = service.feedback(self.mem, Scope.of(self.write_owner), id, verdict, note, actor=f"agent:{self.agent or 'mcp'}")
         return safe_tree({"id": got["id"], "status": got["status"], "verdict": verdict})
 
+    def learned_delete(self, id: str, hard: bool = False) -> dict[str, Any]:  # noqa: A002
+        """Delete a learned memory that is wrong or unwanted: by default restorable for 30 days
+        (learned_restore); hard=true deletes it for good (never learned again). Only memories this agent owns."""
+        from .layers import service
+
+        got = service.delete(self.mem, Scope.of(self.write_owner), id, hard=bool(hard),
+                             actor=f"agent:{self.agent or 'mcp'}")
+        return safe_tree({"id": got["id"], "status": "deleted" if not hard else "gone", "hard": bool(hard)})
+
+    def learned_restore(self, id: str) -> dict[str, Any]:  # noqa: A002
+        """Restore a learned memory deleted within the last 30 days, or an archived one (it becomes active
+        and approved). Only memories this agent owns."""
+        from .layers import service
+
+        got = service.act(self.mem, Scope.of(self.write_owner), id, "restore", actor=f"agent:{self.agent or 'mcp'}")
+        return safe_tree({"id": got["id"], "status": got["status"]})
+
 
 def build(mem: Remem, *, agent: str | None = None, owner: str | None = None, project: str | None = None) -> Any:
     """The MCPServer with remem's tools registered."""
@@ -134,7 +151,7 @@ def build(mem: Remem, *, agent: str | None = None, owner: str | None = None, pro
     tools = Tools(mem, agent=agent, owner=owner, project=project)
     server = MCPServer("remem", instructions=INSTRUCTIONS, version=ver, log_level="WARNING")
     for name in ("memory_search", "memory_get", "memory_add", "memory_timeline", "memory_forget", "learned_list",
-                 "memory_feedback"):
+                 "memory_feedback", "learned_delete", "learned_restore"):
         server.add_tool(_said(name, getattr(tools, name)), name=name)
     return server
 

@@ -169,6 +169,32 @@ def masked(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+class Retention(Section):
+    """Decay of learned memories (docs/learning.md, "Decay and forgetting"): half-lives in days of the
+    project's own clock (a project left alone forgets nothing), stretched by every confirmation."""
+
+    enabled: bool = setting(True, "an active memory whose retention falls below archive_below is archived by "
+                            "the learn job (kept, restorable, never injected); off = retention only ranks",
+                            env="REMEM_LEARN_DECAY")
+    half_life_rules: float = setting(180.0, "preferences and conventions are the user's standing instructions: "
+                                     "they fade slowest", ge=1.0, le=36500.0)
+    half_life_decisions: float = setting(120.0, "a design decision holds until the design moves on",
+                                         ge=1.0, le=36500.0)
+    half_life_facts: float = setting(60.0, "the test / build command, package manager and stack change with the "
+                                     "project", ge=1.0, le=36500.0)
+    half_life_procedures: float = setting(90.0, "an error → fix is worth keeping as long as the error can return",
+                                          ge=1.0, le=36500.0)
+    half_life_working_state: float = setting(2.0, "where work was left off matters for days, not months",
+                                             ge=0.1, le=36500.0)
+    half_life_other: float = setting(30.0, "corrections (records), layouts and ports", ge=0.1, le=36500.0)
+    archive_below: float = setting(0.1, "a memory at a tenth of full retention was not said, run or used for "
+                                   "about 2.5 boosted half-lives", ge=0.0, le=1.0)
+    min_age_days: float = setting(7.0, "a memory confirmed within this many days is never archived by decay",
+                                  ge=0.0, le=3650.0)
+    deleted_days: int = setting(30, "a soft-deleted learned memory (remem learned delete) can be restored this "
+                                "long; then the learn job deletes it for good", ge=1, le=3650)
+
+
 class Learn(Section):
     enabled: bool = setting(True, "learned memories (preferences, conventions, procedures, the project's "
                             "commands) are extracted in the background after each write; off = recall of turns only",
@@ -183,6 +209,7 @@ class Learn(Section):
     packets_max: int = setting(20000, "at most this many packet records are kept (the oldest go first)",
                                ge=100, le=10_000_000)
     llm: Llm = Field(default_factory=Llm)
+    retention: Retention = Field(default_factory=Retention)
 
 
 class Capture(Section):

@@ -28,7 +28,12 @@ def _age(ts: float | None) -> str:
 
 def _line(m: dict[str, Any]) -> str:
     flags = "".join(f" [{f}]" for f in ("locked", "edited") if m.get(f))
-    mark = (m.get("data") or {}).get("llm")
+    data = m.get("data") or {}
+    if m.get("status") == "archived" and isinstance(data.get("decay"), dict):
+        flags += f" [decayed: retention {float(data['decay'].get('retention') or 0):.2f}]"
+    if m.get("status") == "deleted" and data.get("deleted_at"):
+        flags += f" [deleted {_age(float(data['deleted_at']))}]"
+    mark = data.get("llm")
     if isinstance(mark, dict) and mark.get("verdict"):
         flags += f" [llm: {mark['verdict']}]"
     line = (f"{m['id']}  {m['status']:<10} {m['kind']:<13} {m['confidence']:.2f}  "
@@ -56,7 +61,9 @@ def learn(ctx: click.Context, project: str | None, rebuild: bool, owner: str | N
         click.echo(f"learned from {count(d['turns'], 'turn')} in {count(d['projects'], 'project')} "
                    f"({d['skipped']} unchanged) in {d['seconds']:.2f}s: {d['created']} new, {d['updated']} "
                    f"changed, {d['dropped']} dropped; now {n.get('active', 0)} active, "
-                   f"{n.get('candidate', 0)} to review")
+                   f"{n.get('candidate', 0)} to review"
+                   + (f"; {d['decayed']} archived by decay" if d.get("decayed") else "")
+                   + (f"; {d['purged']} deleted for good (past the restore window)" if d.get("purged") else ""))
         if "llm" in d:
             j = d["llm"]
             click.echo(f"llm: {count(j['requests'], 'request')}, {j['tokens']} tokens: {j['keep']} kept, "
@@ -68,14 +75,14 @@ def learn(ctx: click.Context, project: str | None, rebuild: bool, owner: str | N
 
 @click.group()
 def learned() -> None:
-    """Review what remem learned: list, show, history, approve, reject, edit, lock, forget, rollback,
-    feedback (good, bad, outdated); export it as a file to edit and share, import the edited file."""
+    """Review what remem learned: list, show, history, approve, reject, edit, lock, delete, restore, forget,
+    rollback, feedback (good, bad, outdated); export it as a file to edit and share, import the edited file."""
 
 
 @learned.command("list")
 @click.option("--project", default=None, help="Only this project.")
 @click.option("--status", default="active", show_default=True,
-              help="candidate, active, superseded, archived, rejected, review (candidates), quarantined "
+              help="candidate, active, superseded, archived, rejected, deleted, review (candidates), quarantined "
               "(candidates whose LLM answer could not be backed by their evidence) or all.")
 @click.option("--kind", default=None, help="preference, convention, correction, decision, procedure, fact, "
               "working_state.")
@@ -119,6 +126,10 @@ def show(ctx: click.Context, memory_id: str, owner: str | None, as_json: bool) -
         click.echo(f"    layer {d['layer']} · slot {d['slot'] or '-'} · {count(d['turns'], 'evidence turn')} · "
                    f"updated {_age(d['updated_at'])}" + (f" · superseded by {d['superseded_by']}"
                                                         if d['superseded_by'] else ""))
+        r = d.get("retention") or {}
+        if r:
+            click.echo(f"    retention {r['score']:.2f} (half-life {r['half_life_days']:g} days"
+                       + (f"; exempt from decay: {r['exempt']}" if r["exempt"] else "") + ")")
         for q in d["quotes"]:
             mark = "against" if q["against"] else "said"
             click.echo(f"  {mark} in {q['turn_id']} (session {q['session_id'] or '-'}, {_age(q['at'])}):")
@@ -146,6 +157,8 @@ def history(ctx: click.Context, memory_id: str, owner: str | None, as_json: bool
             text = (e["after"] or {}).get("text") or ""
             click.echo(f"event {e['id']}  {_age(e['ts']):<10} {e['action']:<10} by {e['actor']:<8} "
                        f"{before} → {after}" + (f"  {text[:80]}" if text else ""))
+            if (e["after"] or {}).get("reason"):
+                click.echo(f"    {e['after']['reason']}")
 
     emit(events, as_json, human)
 
@@ -170,8 +183,41 @@ for _action, _doc in (("approve", "Make a learned memory active (it stays active
                       ("lock", "Lock a learned memory: never superseded or rewritten automatically."),
                       ("unlock", "Unlock a learned memory."),
                       ("archive", "Archive a learned memory (outdated): it is no longer used."),
-                      ("forget", "Forget a learned memory: its text and history go; it is not learned again.")):
+                      ("forget", "Forget a learned memory for good (as `delete --hard`): its text and history go; "
+                                 "it is not learned again.")):
     learned.add_command(_decision(_action, _doc))
+
+
+@learned.command()
+@click.argument("memory_id")
+@click.option("--hard", is_flag=True, help="Gone now: text and history deleted, a tombstone keeps learning from "
+              "re-creating it (cannot be undone).")
+@click.option("--owner", default=None, help="Owner; default from config.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def delete(ctx: click.Context, memory_id: str, hard: bool, owner: str | None, as_json: bool) -> None:
+    """Delete a learned memory: kept as deleted (never injected) and restorable with `remem learned restore`
+    for learn.retention.deleted_days (30), then deleted for good; --hard deletes it for good now."""
+    mem = open_mem(ctx)
+    d = _service().delete(mem, _scope(ctx, None, owner), memory_id, hard=hard)
+    days = _service().deleted_days(mem)
+    emit(d, as_json, lambda d: click.echo(f"deleted {d['id']} for good (it is not learned again)" if hard else
+                                          f"deleted {d['id']}: restorable for {days:g} days with "
+                                          f"`remem learned restore {d['id']}`"))
+
+
+@learned.command()
+@click.argument("memory_id")
+@click.option("--owner", default=None, help="Owner; default from config.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def restore(ctx: click.Context, memory_id: str, owner: str | None, as_json: bool) -> None:
+    """Undo a delete (within learn.retention.deleted_days) or an archive (by you, by decay or by feedback:
+    the memory becomes active and approved, so decay leaves it be)."""
+    d = _service().act(open_mem(ctx), _scope(ctx, None, owner), memory_id, "restore")
+    emit(d, as_json, lambda d: click.echo(f"restored {d['id']}: it is {d['status']}"))
 
 
 def _verdict(verdict: str, doc: str) -> click.Command:

@@ -44,9 +44,11 @@ def _packet_turn(p: dict[str, Any], seq: list[tuple[dict[str, Any], Turn]]) -> i
 
 def judge_packets(mem: Remem, owner: str, project: str, rows: list[dict[str, Any]], turns: list[Turn],
                   stored: dict[str, dict[str, Any]], now: float
-                  ) -> tuple[list[tuple[int, str, str]], dict[str, list[tuple[fbk.Verdict, int, str]]]]:
-    """The open packets of one owner's project joined to their turns: (packet id, outcome, turn id)
-    to mark judged, and per injected memory of this owner the verdicts (with packet and turn)."""
+                  ) -> tuple[list[tuple[int, str, str, list[str], float]],
+                             dict[str, list[tuple[fbk.Verdict, int, str]]]]:
+    """The open packets of one owner's project joined to their turns: (packet id, outcome, turn id,
+    the learned ids it carried, its time) to mark judged, and per injected memory of this owner the
+    verdicts (with packet and turn)."""
     area = getattr(mem.store, "packets", None)
     if area is None or not mem.config.get("learn.feedback"):
         return [], {}
@@ -56,14 +58,14 @@ def judge_packets(mem: Remem, owner: str, project: str, rows: list[dict[str, Any
     by_session: dict[str, list[tuple[dict[str, Any], Turn]]] = {}
     for r, t in zip(rows, turns, strict=True):
         by_session.setdefault(r.get("session_id") or "", []).append((r, t))
-    judged: list[tuple[int, str, str]] = []
+    judged: list[tuple[int, str, str, list[str], float]] = []
     verdicts: dict[str, list[tuple[fbk.Verdict, int, str]]] = {}
     for p in pending:
         seq = by_session.get(p["session_id"]) or []
         i = _packet_turn(p, seq) if seq else None
         if i is None:
             if now - float(p["created_at"]) > SESSION_IDLE:
-                judged.append((p["id"], "unknown", ""))      # its turn never arrived
+                judged.append((p["id"], "unknown", "", [], float(p["created_at"])))   # its turn never arrived
             continue
         row, turn = seq[i]
         nxt = seq[i + 1][1] if i + 1 < len(seq) else None
@@ -72,7 +74,7 @@ def judge_packets(mem: Remem, owner: str, project: str, rows: list[dict[str, Any
         result = fbk.turn_outcome(turn, nxt, status=str(row.get("status") or ""), session_over=over)
         if not result:
             continue                                          # wait for the next message
-        judged.append((p["id"], result, turn.id))
+        judged.append((p["id"], result, turn.id, [str(x) for x in p["learned_ids"]], float(p["created_at"])))
         injected = [stored[x] for x in p["learned_ids"] if x in stored]
         for v in fbk.judge(injected, turn, nxt, result):
             verdicts.setdefault(v.memory_id, []).append((v, p["id"], turn.id))

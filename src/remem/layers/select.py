@@ -26,8 +26,13 @@ be named, and every picked item says which:
                 continue (``continue``, ``继续``, "where were we") or the entry is ``resume`` — and
                 only while it is fresh (``WORKING_STATE_DAYS``).
 
-Candidates, superseded, archived and rejected memories never reach a packet (the caller passes
-active ones only; ``pick`` checks again).
+Candidates, superseded, archived, rejected and deleted memories never reach a packet (the caller
+passes active ones only; ``pick`` checks again).
+
+Among the memories a reason let in, retention (``layers/retention.py``: how recently it was said, run
+or used, how often, how confident) is a soft factor of the order, never a filter: a memory fading
+under ``FADING`` sinks by up to ``RETENTION_WEIGHT`` (less than the gap between two reasons) below
+fresher peers; memories above it keep the order their relevance gives.
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ MUST_SESSIONS = 3        # a rule stated in this many sessions is must-follow
 
 RECENT_TURNS = 2         # the session's last turns whose files and commands ``context`` looks at
 MIN_ANCHOR = 4           # an anchor shorter than this ("ui", "db") matches too much
+RETENTION_WEIGHT = 0.2   # a fading memory sinks by up to this (less than the gap between two reasons)
+FADING = 0.5             # ... once its retention is under this; fresher ones keep the relevance order
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+#/-]*[A-Za-z0-9+#]|[A-Za-z]")
 _CJK_RUN = RUN
 _IDENT = re.compile(r"[./_]|[a-z][A-Z]|\d")
@@ -130,7 +137,8 @@ def _support(m: dict[str, Any]) -> int:
 
 def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_start",
          first_of_session: bool = False, now: float, limit: int = MAX_ITEMS,
-         recent_context: str = "", new_session: bool | None = None) -> list[dict[str, Any]]:
+         recent_context: str = "", new_session: bool | None = None,
+         half_lives: Any = None) -> list[dict[str, Any]]:
     """The learned memories a packet for ``prompt`` should carry, best first, each with ``why``.
 
     ``memories`` are the active learned memories in the caller's scope (``store.learned.list``);
@@ -138,8 +146,12 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
     ``recent_context`` the paths and commands of this session's last ``RECENT_TURNS`` turns (see
     ``recent_context()``; empty: unknown); ``new_session`` whether this is the session's first prompt
     (None: unknown) — a "continue" in the middle of a session goes on with what the agent has in front
-    of it, so the working state answers it only at a session's start.
+    of it, so the working state answers it only at a session's start. ``half_lives``
+    (``retention.HalfLives``; None: the defaults) set how fast retention fades per kind.
     """
+    from .retention import HalfLives
+
+    half_lives = half_lives or HalfLives()
     active = [m for m in memories if m.get("status") == "active"]
     if not active:
         return []
@@ -210,6 +222,11 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
         if ident or (len(shared) >= 2 and weight >= MIN_WORDS_WEIGHT):
             take(m, "words", 1.0 + weight / 4 + float(m.get("confidence") or 0))
 
+    from . import retention
+
+    for m in chosen.values():
+        m["retention"] = round(retention.of(m, now, half_lives), 4)
+        m["score"] -= RETENTION_WEIGHT * max(0.0, FADING - m["retention"]) / FADING
     out = sorted(chosen.values(), key=lambda m: -m["score"])
     return out[:limit]
 

@@ -27,7 +27,7 @@ from ..ingest.redact import redact
 from ..scope import Scope
 from ..store.protocols import Learned
 from . import feedback as fbk
-from . import llm, review
+from . import llm, retention, review
 from .learn import learn as learn_core
 from .packets import judge_packets
 from .types import KINDS, STATUSES, Action, Memory, Turn
@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 
 OUTPUT_KEEP = 1500            # characters of each tool output the extractors see (head and tail)
 VERDICTS = {"good": "approve", "bad": "reject", "outdated": "archive"}
-ACTIONS = ("approve", "reject", "archive", "edit", "lock", "unlock", "forget")
+ACTIONS = ("approve", "reject", "archive", "edit", "lock", "unlock", "forget", "delete", "restore")
+DECIDED_OUT = ("rejected", "archived", "forgotten", "deleted")   # the user's decisions the learner keeps
 _SHELL = frozenset(("bash", "shell", "exec_command", "local_shell", "run_shell_command", "run_terminal_cmd",
                     "run_terminal_command",
                     "terminal", "powershell", "execute_command", "shell_command"))
@@ -188,12 +189,12 @@ def _record(owner: str, m: Memory, prev: dict[str, Any] | None, now: float,
 _COMPARED = ("text", "status", "confidence", "sessions", "turns", "locked", "superseded_by", "kind", "value")
 
 
-def _changed(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def _changed(a: dict[str, Any], b: dict[str, Any], ignore: tuple[str, ...] = ()) -> bool:
     if any(a[k] != b[k] for k in _COMPARED) or a["stale"] != b["stale"]:
         return True
     if [e["turn_id"] for e in a["evidence"]] != [e["turn_id"] for e in b["evidence"]]:
         return True
-    strip = ("first_seen", "last_seen")
+    strip = ("first_seen", "last_seen", *ignore)
     return {k: v for k, v in a["data"].items() if k not in strip} != {
         k: v for k, v in b["data"].items() if k not in strip}
 
@@ -207,6 +208,25 @@ def _action(prev: dict[str, Any] | None, rec: dict[str, Any]) -> str:
 
 
 # -- the learn job -------------------------------------------------------------------------
+
+def decay_rule(mem: Remem) -> retention.Rule:
+    """The archive rule as the settings say (``learn.retention``)."""
+    lives = retention.HalfLives(
+        rules=float(mem.config.get("learn.retention.half_life_rules")),
+        decisions=float(mem.config.get("learn.retention.half_life_decisions")),
+        facts=float(mem.config.get("learn.retention.half_life_facts")),
+        procedures=float(mem.config.get("learn.retention.half_life_procedures")),
+        working_state=float(mem.config.get("learn.retention.half_life_working_state")),
+        other=float(mem.config.get("learn.retention.half_life_other")))
+    return retention.Rule(half_lives=lives, archive_below=float(mem.config.get("learn.retention.archive_below")),
+                          min_age_days=float(mem.config.get("learn.retention.min_age_days")),
+                          enabled=bool(mem.config.get("learn.retention.enabled")))
+
+
+def project_clock(turns: list[Turn]) -> float:
+    """The project's clock for decay: its newest turn's time (0: none known)."""
+    return max((float(t.ts) for t in turns if t.ts is not None), default=0.0)
+
 
 def _locked_memory(s: dict[str, Any]) -> Memory:
     return Memory(id=s["id"], kind=s["kind"], key="", text=s["text"], status=s["status"], locked=True)
@@ -269,7 +289,7 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
     exact = Scope(owners=(owner,), project=project)
     stored = {s["id"]: s for s in area.list(exact)}
     locked = {i: _locked_memory(s) for i, s in stored.items() if s["locked"] and (s["text"] or s["edited"])}
-    refuse = {i for i, s in stored.items() if s["decided"] in ("rejected", "archived", "forgotten")}
+    refuse = {i for i, s in stored.items() if s["decided"] in DECIDED_OUT}
     turns = to_turns(rows)
     sessions: dict[str, list[str]] = {}
     for t in turns:
@@ -277,8 +297,15 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
     computed = learn_core(turns, locked=locked, rejected=refuse) if rows else []
     computed += plugin_memories(rows, project, mem) if rows else []
     judged, verdicts = judge_packets(mem, owner, project, rows, turns, stored, now) if rows else ([], {})
+    used: dict[str, list[tuple[str, float]]] = {}      # memory id → (outcome, time) of the packets that carried it
+    for _pid, result, _turn, ids, at in judged:
+        for i in ids if result != "unknown" else ():
+            used.setdefault(i, []).append((result, at))
+    rule = decay_rule(mem)
+    clock = project_clock(turns)
+    counts["decayed"] = 0
     with mem.store.transaction():
-        for pid, result, turn_id in judged:
+        for pid, result, turn_id, _ids, _at in judged:
             mem.store.packets.judge(owner, pid, result, turn_id, now)  # type: ignore[attr-defined]
         counts["packets_judged"] = len(judged)
         for m in computed:
@@ -290,13 +317,23 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
                     fb = fbk.add(fb, v.effect, turn_id)
                     counts[v.effect] = counts.get(v.effect, 0) + 1
                 fbk.apply(m, fb)
+                use = prev["data"].get("use")
+                for result, at in used.get(m.id, ()):
+                    use = retention.add_use(use, result, at)
+                if use:
+                    m.data["use"] = use
                 if prev["locked"] and m.id not in locked:   # locked, its text cleared by a forget
                     m.locked, m.status = True, prev["status"]
                 decided = prev["decided"]
-                if decided in ("rejected", "archived", "forgotten"):
+                if decided in DECIDED_OUT:
                     old = set(prev["data"].get("decided_on") or [])
                     fresh = {e.turn_id for e in m.evidence} - old
                     m.status = "rejected" if decided == "forgotten" else decided
+                    for k in ("deleted_at", "deleted_from"):     # a soft delete: when, and what restore puts back
+                        if k in prev["data"]:
+                            m.data[k] = prev["data"][k]
+                    if decided == "deleted":     # a forgotten turn's trigger keeps only decided_on
+                        m.data.setdefault("deleted_at", prev["updated_at"])
                     if decided == "rejected" and fresh and old:
                         m.status, m.data["reconsider"] = "candidate", sorted(fresh)
                     m.data["decided_on"] = sorted(old)
@@ -306,9 +343,23 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
             if prev is not None and prev["decided"] == "forgotten":
                 rec["text"], rec["data"] = "", {"decided_on": m.data.get("decided_on", [])}
             review.carry(prev, rec)                     # the optional LLM's verdict on this evidence
+            score, why = retention.archive_reason(rec, clock, rule) if clock else (0.0, "")
+            if why:                                     # faded: archived by decay, back when confirmed again
+                rec["status"] = "archived"
+                was = (prev or {}).get("data", {}).get("decay")
+                rec["data"]["decay"] = was if prev and prev["status"] == "archived" and was else {
+                    "retention": round(score, 4), "at": clock, "reason": why}
             if prev is not None and not _changed(prev, rec):
                 continue
             area.put(rec)
+            if prev is not None and not _changed(prev, rec, ignore=("use",)):
+                continue                                # only its use counts moved: no event for that
+            if why and prev is not None and prev["status"] != "archived":
+                area.add_event(owner, m.id, "archived", view(prev),
+                               view(rec) | {"reason": why, "retention": round(score, 4)}, actor="decay", ts=now)
+                counts["decayed"] += 1
+                continue
+            counts["decayed"] += bool(why and prev is None)
             action = _action(prev, rec)
             if prev is not None and heard:
                 for v, pid, turn_id in heard:        # feedback: its own events, with before / after
@@ -344,7 +395,7 @@ def run(mem: Remem, scope: Scope, *, rebuild: bool = False,
     have = area.projects(scope)
     cursors = area.cursors(scope)
     out: dict[str, Any] = {"projects": 0, "skipped": 0, "turns": 0, "created": 0, "updated": 0, "dropped": 0,
-                           "packets_judged": 0, **dict.fromkeys(fbk.EFFECTS, 0)}
+                           "decayed": 0, "packets_judged": 0, **dict.fromkeys(fbk.EFFECTS, 0)}
     for key in sorted(set(have) | set(cursors)):
         seen, cur = have.get(key), cursors.get(key)
         fresh = (cur is not None and not cur["dirty"] and seen is not None
@@ -356,6 +407,7 @@ def run(mem: Remem, scope: Scope, *, rebuild: bool = False,
         out["projects"] += 1
         for k, v in got.items():
             out[k] = out.get(k, 0) + v
+    out["purged"] = purge_deleted(mem, scope, now)
     packets = getattr(mem.store, "packets", None)
     if packets is not None:
         with mem.store.transaction():
@@ -385,7 +437,7 @@ def run_job(mem: Remem, payload: dict[str, Any]) -> dict[str, Any]:
         more = run(mem, scope)
         if not more["projects"]:
             break
-        for k in ("projects", "turns", "created", "updated", "dropped", "packets_judged", *fbk.EFFECTS):
+        for k in ("projects", "turns", "created", "updated", "dropped", "decayed", "packets_judged", *fbk.EFFECTS):
             out[k] = out.get(k, 0) + more.get(k, 0)
         out["learned"] = more["learned"]
     return out
@@ -424,6 +476,11 @@ def show(mem: Remem, scope: Scope, memory_id: str, *, quote: int = 200) -> dict[
     rec = _get(mem, scope, memory_id)
     turns = _area(mem).turn_requests(scope, [e["turn_id"] for e in rec["evidence"]])
     out = public(rec)
+    clock = _area(mem).clock(rec["owner"], rec["project"]) or time.time()
+    rule = decay_rule(mem)
+    out["retention"] = {"score": round(retention.of(rec, clock, rule.half_lives), 4), "at": clock,
+                        "half_life_days": rule.half_lives.of(rec["kind"], rec["slot"]),
+                        "exempt": retention.exempt(rec, clock, rule) or None}
     out["quotes"] = []
     for e in rec["evidence"]:
         t = turns.get(e["turn_id"])
@@ -459,7 +516,17 @@ def act_in(mem: Remem, scope: Scope, memory_id: str, action: str, *, text: str |
     rec = _get(mem, scope, memory_id)
     before = view(rec)
     new = {**rec, "data": dict(rec["data"]), "updated_at": time.time()}
-    if action == "approve":
+    if action == "delete" and rec["status"] == "deleted":
+        raise InputError(f"{memory_id} is already deleted (restore it with `remem learned restore {memory_id}`, "
+                         f"or delete it for good with --hard)")
+    if action == "restore":
+        _restore(mem, rec, new)
+    elif action == "delete":                  # soft: recoverable for learn.retention.deleted_days
+        new["status"], new["decided"] = "deleted", "deleted"
+        new["data"]["deleted_at"] = new["updated_at"]
+        new["data"]["deleted_from"] = {"status": rec["status"], "decided": rec["decided"]}
+        new["data"]["decided_on"] = [e["turn_id"] for e in rec["evidence"]]
+    elif action == "approve":
         new["status"], new["decided"] = "active", "active"
     elif action in ("reject", "archive", "forget"):
         new["status"] = "rejected" if action in ("reject", "forget") else "archived"
@@ -491,6 +558,52 @@ def act_in(mem: Remem, scope: Scope, memory_id: str, action: str, *, text: str |
     return public(new)
 
 
+def deleted_days(mem: Remem) -> float:
+    return float(mem.config.get("learn.retention.deleted_days"))
+
+
+def _restore(mem: Remem, rec: dict[str, Any], new: dict[str, Any]) -> None:
+    """``restore``: a soft-deleted memory as it was before the delete (within ``deleted_days``); an
+    archived one (by the user, by decay or by feedback) active and approved, so decay leaves it be."""
+    if rec["status"] == "deleted":
+        at = float(rec["data"].get("deleted_at") or rec["updated_at"])
+        days = (float(new["updated_at"]) - at) / 86400.0
+        if days > deleted_days(mem):
+            raise InputError(f"{rec['id']} was deleted {days:.0f} days ago: a deleted memory can be restored for "
+                             f"{deleted_days(mem):g} days (learn.retention.deleted_days); nothing was changed")
+        was = rec["data"].get("deleted_from") or {}
+        new["status"], new["decided"] = str(was.get("status") or "candidate"), str(was.get("decided") or "")
+        for k in ("deleted_at", "deleted_from"):
+            new["data"].pop(k, None)
+        if not new["decided"]:
+            new["data"].pop("decided_on", None)
+    elif rec["status"] == "archived":
+        new["status"], new["decided"] = "active", "active"
+        new["data"].pop("decay", None)
+    else:
+        raise InputError(f"{rec['id']} is {rec['status']}, not deleted or archived: nothing to restore")
+
+
+def delete(mem: Remem, scope: Scope, memory_id: str, *, hard: bool = False, actor: str = "user") -> dict[str, Any]:
+    """``remem learned delete``: soft (status deleted, restorable for ``learn.retention.deleted_days``)
+    or ``hard`` (gone now: a tombstone without text or history that learning never re-creates)."""
+    return act(mem, scope, memory_id, "forget" if hard else "delete", actor=actor)
+
+
+def purge_deleted(mem: Remem, scope: Scope, now: float) -> int:
+    """Soft-deleted memories past ``learn.retention.deleted_days`` are deleted for good (tombstones)."""
+    area = _area(mem)
+    cutoff = now - 86400.0 * deleted_days(mem)
+    old = [r for r in area.list(scope, statuses=("deleted",))
+           if float(r["data"].get("deleted_at") or r["updated_at"]) < cutoff]
+    if not old:
+        return 0
+    with mem.store.transaction():
+        for r in old:
+            act_in(mem, Scope(owners=(r["owner"],)), r["id"], "forget", actor="learner")
+    return len(old)
+
+
 def rollback(mem: Remem, scope: Scope, event_id: int, *, actor: str = "user") -> dict[str, Any]:
     """Put a memory back as it was before one event (a creation rolled back rejects it)."""
     area = _area(mem)
@@ -513,6 +626,8 @@ def rollback(mem: Remem, scope: Scope, event_id: int, *, actor: str = "user") ->
                     new[k] = old[k]
             if old.get("text"):
                 new["text"] = redact(str(old["text"])).text
+        if ev["actor"] == "decay" and new["status"] == "active":
+            new["decided"] = "active"      # the user keeps what decay archived: approved, so decay leaves it
         if ev["actor"] == review.ACTOR and isinstance(new["data"].get("llm"), dict):
             # the user overruled the model: its verdict is not re-applied nor asked for again
             new["data"]["llm"] = {**new["data"]["llm"], "verdict": "overruled"}

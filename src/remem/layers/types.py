@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 KINDS = ("preference", "convention", "correction", "decision", "procedure", "fact", "working_state")
-STATUSES = ("candidate", "active", "superseded", "archived", "rejected")
+STATUSES = ("candidate", "active", "superseded", "archived", "rejected", "deleted")
 L3_KINDS = ("fact",)
 
 

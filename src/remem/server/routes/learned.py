@@ -86,6 +86,20 @@ def feedback_learned(mem: Mem, memory_id: str, body: FeedbackBody, owner: str | 
                  body.verdict, body.note, actor="user")
 
 
+@router.post("/learned/{memory_id}/delete", summary="Delete a learned memory: soft (restorable for "
+             "learn.retention.deleted_days) or, with hard=true, for good (never learned again)")
+def delete_learned(mem: Mem, memory_id: str, hard: bool = False, owner: str | None = None) -> dict[str, Any]:
+    return _call(service.delete, mem, mem.scope(deps.owners(owner)), memory_id,  # type: ignore[no-any-return]
+                 hard=hard)
+
+
+@router.post("/learned/{memory_id}/restore", summary="Undo a soft delete (within learn.retention.deleted_days) "
+             "or an archive (the memory is approved: decay leaves it be)")
+def restore_learned(mem: Mem, memory_id: str, owner: str | None = None) -> dict[str, Any]:
+    return _call(service.act, mem, mem.scope(deps.owners(owner)), memory_id,  # type: ignore[no-any-return]
+                 "restore")
+
+
 @router.post("/learned/events/{event_id}/rollback", summary="Put a memory back as it was before this event")
 def rollback_learned(mem: Mem, event_id: Annotated[int, deps.Path(ge=1, le=deps.INT64)],
                      owner: str | None = None) -> dict[str, Any]:

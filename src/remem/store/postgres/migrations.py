@@ -366,3 +366,13 @@ def p003_pgvector(db: PgConnection) -> None:
                                     [(np.frombuffer(bytes(v), dtype=np.float32), rid) for rid, _dim, v in rows])
     for model_id, field, dim in db.native("SELECT DISTINCT model_id, field, dim FROM embeddings").fetchall():
         ensure_index(db, model_id, field, int(dim))
+
+
+@migration
+def p004_retention(db: PgConnection) -> None:
+    """A learned memory may be soft-deleted: status ``deleted`` (SQLite's m012_retention)."""
+    script(db, """
+    ALTER TABLE learned DROP CONSTRAINT IF EXISTS learned_status_check;
+    ALTER TABLE learned ADD CONSTRAINT learned_status_check
+        CHECK (status IN ('candidate','active','superseded','archived','rejected','deleted'));
+    """)

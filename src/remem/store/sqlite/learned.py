@@ -68,6 +68,13 @@ class SqliteLearned:
             "ORDER BY coalesce(started_at, ended_at, created_at), rowid", (owner, project))
         return [dict(r) for r in rows]
 
+    def clock(self, owner: str, project: str) -> float:
+        """The newest turn time of one owner's project, as the learn job's time order reads it."""
+        row = self._db.execute(
+            "SELECT max(coalesce(started_at, ended_at, created_at)) FROM turns WHERE owner = ? AND project = ? "
+            "AND deleted = 0", (owner, project)).fetchone()
+        return float(row[0] or 0.0) if row else 0.0
+
     def turn_requests(self, scope: Scope, turn_ids: list[str]) -> dict[str, dict[str, Any]]:
         """The evidence turns' requests and times (for ``show``), within the scope's owners."""
         if not turn_ids:

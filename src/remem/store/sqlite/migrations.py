@@ -641,3 +641,30 @@ def m011_packets(db: sqlite3.Connection) -> None:
         CREATE INDEX packets_open ON packets(owner, project, judged_at);
         """
     )
+
+
+@migration
+def m012_retention(db: sqlite3.Connection) -> None:
+    """Forgetting modes (issue 18, decay): a learned memory may be soft-deleted (status ``deleted``,
+    restorable for ``learn.retention.deleted_days``; the time and what restore puts back live in its
+    ``data``). SQLite cannot widen a CHECK in place, so ``learned`` is copied into a table with the
+    new status list (the same columns, every row kept) and its indexes and the forgotten-turn
+    trigger, which name it, are re-created from their stored definitions."""
+    keep = [r[0] for r in db.execute(
+        "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND ((type = 'index' AND tbl_name = 'learned') OR "
+        "(type = 'trigger' AND sql LIKE '%learned%')) ORDER BY type, name")]
+    for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND sql LIKE '%learned%'"
+                              ).fetchall():
+        db.execute(f'DROP TRIGGER "{name}"')
+    (table,) = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'learned'").fetchone()
+    old = "CHECK (status IN ('candidate','active','superseded','archived','rejected'))"
+    if old not in table:
+        raise RuntimeError("m012_retention: the learned table is not the one m009 made")
+    new = table.replace(old, "CHECK (status IN ('candidate','active','superseded','archived','rejected','deleted'))")
+    new = new.replace("CREATE TABLE learned", "CREATE TABLE learned_m012", 1)
+    db.execute(new)
+    db.execute("INSERT INTO learned_m012 SELECT * FROM learned")
+    db.execute("DROP TABLE learned")
+    db.execute("ALTER TABLE learned_m012 RENAME TO learned")
+    for sql in keep:
+        db.execute(sql)
