@@ -203,8 +203,10 @@ def test_doctor_names_the_server_and_its_extensions(mem):
 
     mem.add("the deploy script needs the staging token", agent="codex")
     mem.embed_pending()   # drains the backlog: the model's index is built
-    assert mem.store.conn.execute("SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'embeddings_hnsw_%' "
-                                  "AND indexdef LIKE '%hash:512%'").fetchone()[0] == 1
+    from remem.store.postgres.vectors import index_name
+
+    assert mem.store.conn.execute("SELECT count(*) FROM pg_indexes WHERE indexname = ?",
+                                  (index_name("hash:512", "summary", 512),)).fetchone()[0] == 1
     detail = mem.doctor(load_embedder=False)["checks"]["engine"]["detail"]
     assert re.search(r"PostgreSQL \d+\.\d+.*pgvector \d+\.\d+\.\d+, pg_trgm \d+\.\d+, \d+ HNSW index", detail), detail
 
