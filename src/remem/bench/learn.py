@@ -3,7 +3,7 @@
 
 Reads each project's SpecStory sessions at run time (``raw/<id>/*.md``, the README's turn-numbering
 contract) with the product's own parser (``sources/specstory.py``, what ``remem sync`` reads, its
-tool calls converted as the learn job converts stored ones: ``layers.service.to_action``), runs ``remem.layers.learn`` over them in time order and compares with label files in the
+tool calls converted as the learn job converts stored ones: ``layers.turnview.to_action``), runs ``remem.layers.learn`` over them in time order and compares with label files in the
 derive-dev schema (``--labels DIR``, one ``<project>.json`` each; ``_world`` holds the expected
 world-model slots). A learned memory matches a label item when their kinds are compatible (rules:
 preference / convention / decision; fact; procedure) and they cite a common (session, turn), or,
@@ -57,7 +57,7 @@ def read_project(project_dir: str, project: str | None = None) -> list[Turn]:
     is its *k*-th user header (empty requests count, so labels' (session, turn) references hold),
     its reply the last assistant text (as turn assembly keeps it), its tool calls every call of the
     assistant messages up to the next user header."""
-    from ..layers.service import to_action
+    from ..layers.turnview import to_action
     from ..sources.specstory import parse
 
     project = project or os.path.basename(os.path.normpath(project_dir))

@@ -33,7 +33,7 @@ def _recent(ctx: RecallContext, scope: Scope, session: str | None) -> str:
     if not session:
         return ""
     from ..layers.select import RECENT_TURNS, recent_context
-    from ..layers.service import to_action
+    from ..layers.turnview import to_action
 
     try:
         rows = ctx.candidates.session_turns_of_any_agent(scope, session, limit=RECENT_TURNS, newest=True)

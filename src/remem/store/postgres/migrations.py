@@ -345,10 +345,8 @@ def p002_packets(db: PgConnection) -> None:
 def p003_pgvector(db: PgConnection) -> None:
     """Vectors as pgvector's ``vector`` (``embeddings.vec``), searched in SQL through HNSW indexes
     (``store/postgres/vectors.py``); the bytes SQLite keeps move over and their column stays empty."""
-    import numpy as np
-
     from ..errors import StoreError
-    from .vectors import NEEDS_PGVECTOR, ensure_index, register
+    from .vectors import NEEDS_PGVECTOR, ensure_index, register, to_vector
 
     try:
         with db.raw.transaction():  # a savepoint: the reason survives a missing extension
@@ -363,7 +361,7 @@ def p003_pgvector(db: PgConnection) -> None:
         if not rows:
             break
         db.raw.cursor().executemany("UPDATE embeddings SET vec = %s, vector = ''::bytea WHERE rowid = %s",
-                                    [(np.frombuffer(bytes(v), dtype=np.float32), rid) for rid, _dim, v in rows])
+                                    [(to_vector(bytes(v)), rid) for rid, _dim, v in rows])
     for model_id, field, dim in db.native("SELECT DISTINCT model_id, field, dim FROM embeddings").fetchall():
         ensure_index(db, model_id, field, int(dim))
 

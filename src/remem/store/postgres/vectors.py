@@ -30,7 +30,7 @@ from ..errors import StoreError
 from ..sqlite.vectors import SqliteVectors
 
 if TYPE_CHECKING:
-    import numpy as np
+    from pgvector import Vector
 
     from ...scope import Scope
     from . import PgStore
@@ -53,7 +53,8 @@ NEEDS_PGVECTOR = ("remem on PostgreSQL needs the pgvector extension (https://git
 
 
 def register(db: PgConnection) -> None:
-    """pgvector's types on this connection (once): numpy arrays go as ``vector``, come back as arrays."""
+    """pgvector's types on this connection (once): ``pgvector.Vector`` goes as ``vector`` and comes back
+    as one (the store stays free of numpy: vectors cross it as float32 bytes, as on SQLite)."""
     if getattr(db, "_pgvector", False):
         return
     import psycopg
@@ -90,20 +91,37 @@ def ensure_index(db: PgConnection, model_id: str, field: str, dim: int, *, concu
     return True
 
 
-def _array(vec: bytes, dim: int) -> np.ndarray:
-    import numpy as np
+def to_vector(vec: bytes, dim: int | None = None) -> Vector:
+    """float32 bytes (what the embedding worker stores) as pgvector's ``Vector``."""
+    from array import array
 
-    a = np.frombuffer(vec, dtype=np.float32)
-    if a.shape[0] != dim:
-        raise StoreError(f"a vector of {a.shape[0]} numbers was given as {dim}")
-    return a
+    from pgvector import Vector
+
+    a = array("f")
+    a.frombytes(vec)
+    if dim is not None and len(a) != dim:
+        raise StoreError(f"a vector of {len(a)} numbers was given as {dim}")
+    return Vector(a.tolist())
 
 
-def _np(v: Any) -> np.ndarray:
-    """A vector read back (pgvector's ``Vector``) as float32 numbers."""
-    import numpy as np
+def to_bytes(v: Any) -> bytes:
+    """A vector read back (pgvector's ``Vector``) as float32 bytes."""
+    from array import array
 
-    return np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32)
+    return array("f", v.to_list()).tobytes()
+
+
+def _query(query: Any) -> tuple[list[float], bytes]:
+    """A query vector (recall's numpy array, or float32 bytes) as numbers and bytes, without numpy."""
+    from array import array
+
+    if isinstance(query, (bytes, bytearray, memoryview)):
+        raw = bytes(query)
+    else:  # an ndarray: its own methods, so this module need not import numpy
+        raw = query.astype("float32").reshape(-1).tobytes()
+    a = array("f")
+    a.frombytes(raw)
+    return a.tolist(), raw
 
 
 class PgVectors(SqliteVectors):
@@ -116,8 +134,8 @@ class PgVectors(SqliteVectors):
             return
         register(db)
         now = time.time()
-        db.executemany(_PUT, [(r[0], r[1], r[2], r[3], int(r[4]), _array(r[5], int(r[4])), r[6], r[7], r[8], r[9],
-                               now) for r in rows])
+        db.executemany(_PUT, [(r[0], r[1], r[2], r[3], int(r[4]), to_vector(r[5], int(r[4])), r[6], r[7], r[8],
+                               r[9], now) for r in rows])
 
     def put_many(self, rows: list[Row]) -> None:
         with self.store.transaction() as db:
@@ -152,12 +170,11 @@ class PgVectors(SqliteVectors):
         for rid, vec, owner, agent, project in self._vec_rows(
                 "SELECT row_id, vec, owner, agent, project FROM embeddings WHERE model_id = ? AND field = ? "
                 "AND row_kind = ? AND created_at > ? ORDER BY created_at", (model_id, field, row_kind, after)):
-            yield rid, _np(vec).tobytes(), owner, agent, project
+            yield rid, to_bytes(vec), owner, agent, project
 
     def all_of(self, model_id: str) -> Iterator[bytes]:
-
         for (vec,) in self._vec_rows("SELECT vec FROM embeddings WHERE model_id = ?", (model_id,)):
-            yield _np(vec).tobytes()
+            yield to_bytes(vec)
 
     def searcher(self) -> PgVectorSearch:
         """What recall's vector channels ask (instead of loading the vectors into memory)."""
@@ -169,7 +186,7 @@ class PgVectorSearch:
 
     def __init__(self, vectors: PgVectors) -> None:
         self.vectors = vectors
-        self._means: dict[tuple[Any, ...], tuple[tuple[Any, ...], np.ndarray | None]] = {}
+        self._means: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[float] | None]] = {}
         self._lock = threading.Lock()
 
     @property
@@ -181,15 +198,14 @@ class PgVectorSearch:
     def has_vectors(self, model_id: str, field: str) -> bool:
         return self.vectors.has(model_id, field)
 
-    def search(self, scope: Scope, query: np.ndarray, model_id: str, field: str, k: int) -> list[tuple[str, float]]:
+    def search(self, scope: Scope, query: Any, model_id: str, field: str, k: int) -> list[tuple[str, float]]:
         """Top ``k`` (row id, score) of this model and field inside ``scope``, best first (the score is
         the inner product, as the SQLite engine's in-memory index gives it)."""
-        import numpy as np
-
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
-        dim = int(q.shape[0])
+        nums, raw = _query(query)
+        dim = len(nums)
         if k <= 0 or not dim:
             return []
+        q = to_vector(raw)
         where, params = scope.sql()
         db = self._db
         ef = min(EF_MAX, max(EF_MIN, 4 * k))
@@ -207,17 +223,15 @@ class PgVectorSearch:
         got.sort(key=lambda h: -h[1])  # relaxed_order: nearly sorted
         return got
 
-    def search_fields(self, scope: Scope, query: np.ndarray, model_id: str, fields: list[str],
+    def search_fields(self, scope: Scope, query: Any, model_id: str, fields: list[str],
                       k: int) -> dict[str, list[tuple[str, float]]]:
         return {f: self.search(scope, query, model_id, f, k) for f in fields}
 
-    def mean_similarity(self, scope: Scope, query: np.ndarray, model_id: str, field: str) -> float | None:
+    def mean_similarity(self, scope: Scope, query: Any, model_id: str, field: str) -> float | None:
         """The query's score against the scope owners' mean vector of ``field`` (agent and project
         filters not applied, as on SQLite); None when they have no vectors."""
-        import numpy as np
-
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
-        dim = int(q.shape[0])
+        q, _raw = _query(query)
+        dim = len(q)
         owners = tuple(sorted(scope.owners))
         if not owners:
             return None
@@ -231,12 +245,12 @@ class PgVectorSearch:
             got = db.execute(f"SELECT avg(vec::vector({dim})) FROM embeddings WHERE model_id = ? AND field = ? "
                              f"AND dim = ? AND row_kind = 'turn' AND owner IN ({marks})",
                              [model_id, field, dim, *owners]).fetchone()[0]
-            mean = None if got is None else _np(got)
+            mean = None if got is None else [float(x) for x in got.to_list()]
             with self._lock:
                 self._means[key] = (stamp, mean)
         else:
             mean = cached[1]
-        return None if mean is None else float(mean @ q)
+        return None if mean is None else float(sum(a * b for a, b in zip(mean, q, strict=True)))
 
     def forget(self) -> None:
         with self._lock:
