@@ -97,7 +97,10 @@ def twin(home: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.sqlite_only("compares two copies of the home's SQLite file")
-def test_same_answers_with_and_without_the_daemon_and_the_daemon_answers(home, tmp_path):
+def test_same_answers_with_and_without_the_daemon_and_the_daemon_answers(home, tmp_path, monkeypatch):
+    # a busy machine (the suite runs in parallel) must not send a request down the fallback path:
+    # that the CLI falls back on a slow daemon is tested below, here every answer must be the daemon's
+    monkeypatch.setenv("REMEM_CLI_TIMEOUT", "30")
     cmds = commands(home)
     alone = twin(home, tmp_path)
     direct, via = [], []
@@ -106,7 +109,9 @@ def test_same_answers_with_and_without_the_daemon_and_the_daemon_answers(home, t
         for c in cmds:  # each right after the other: scores move with the clock
             direct.append(plain(cli(alone, *c)))
             via.append(plain(cli(home, *c)))
-        time.sleep(0.3)  # the request log line is written as the response ends
+        deadline = time.time() + 5  # the request log line is written as the response ends
+        while daemon_requests(home) - before < len(cmds) and time.time() < deadline:
+            time.sleep(0.1)
         used = daemon_requests(home) - before
     differ = [" ".join(c) for c, a, b in zip(cmds, direct, via, strict=True) if a != b]
     assert not differ, f"with the daemon these differ: {differ}"
