@@ -17,6 +17,15 @@ from .events import Event, native_name
 
 JSON_CONTEXT_AGENTS = ("claude-code", "codex", "gemini")
 CONTEXT_KINDS = ("session_start", "turn_start", "tool_after")
+# agents whose post-tool hook can add context for the model (Claude Code PostToolUse, Codex PostToolUse
+# and Gemini AfterTool hookSpecificOutput.additionalContext; the OpenCode plugin appends it to the
+# tool's output in tool.execute.after); the others get a repair packet at the next turn start
+TOOL_CONTEXT_AGENTS = ("claude-code", "codex", "gemini", "opencode")
+
+
+def tool_context(agent: str) -> bool:
+    """Whether ``agent``'s answer to a tool event reaches the model."""
+    return agent in TOOL_CONTEXT_AGENTS
 
 
 def answer(ev: Event, context: str, *, extra: dict[str, Any] | None = None) -> str:
