@@ -195,7 +195,7 @@ def repair(ctx: RecallContext, error: str, scope: Scope, *, tool: str = "", budg
               if m.get("kind") == "procedure" or m.get("why") == "signature"]
     procs = rp.procedures(ctx, scope, project, fam, key, picked)
     avoid = rp.avoid_lines(ctx, scope, fam, key, session=session, attempts=list(attempts or []),
-                           past=[past[t] for t, _ in hits if t in past], procs=procs, now=now)
+                           past=[past[t] for t, _ in hits if t in past], procs=procs, now=now, command=command)
     text, kept, tokens = pk.render(items, budget=budget, now=now, learned=procs, avoid=avoid)
     return {"entry": "repair", "budget": budget, "signatures": sigs, "family": fam, "key": key, "text": text,
             "items": kept, "tokens": tokens, "stats": ranked.stats()}

@@ -25,8 +25,9 @@ from .context import RecallContext
 
 MAX_PROCEDURES = 3
 MAX_AVOID = 4
-PAST_TURNS = 10         # past turns with the error whose trajectories are read for avoid lines
-SESSION_TURNS = 12      # this session's newest stored turns read for avoid lines
+PAST_TURNS = 10         # past turns with the error: their sessions are read for avoid lines
+PAST_SESSIONS = 4       # at most this many earlier sessions read whole for avoid lines
+SESSION_TURNS = 12      # a session's newest stored turns read for avoid lines
 
 
 def procedure_family(m: dict[str, Any]) -> tuple[str, str]:
@@ -73,13 +74,14 @@ def _actions(calls: list[Any]) -> list[Any]:
 
 def avoid_lines(ctx: RecallContext, scope: Scope, fam: str, key: str, *, session: str | None,
                 attempts: list[dict[str, Any]], past: list[dict[str, Any]],
-                procs: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
+                procs: list[dict[str, Any]], now: float, command: str = "") -> list[dict[str, Any]]:
     """What was tried against (``fam``, ``key``) and failed the same way, newest evidence first:
     this session (its stored turns, then the open turn's ``attempts``, which end with the failing
-    call), then the ``past`` turns with the error and the procedures' own ``avoid`` commands. One
-    line per distinct attempt, at most :data:`MAX_AVOID`."""
+    call), then the sessions of the ``past`` turns with the error (read whole: an attempt often
+    spans turns, "try again") and the procedures' own ``avoid`` commands. One line per distinct
+    attempt, at most :data:`MAX_AVOID`; the failing ``command`` itself retried is no line."""
     out: list[dict[str, Any]] = []
-    seen: set[Attempt] = set()
+    seen: set[Attempt] = {Attempt((), " ".join(command.split())[:160])} if command.strip() else set()
 
     def add(att: Attempt, where: str, turn_id: str, when: float | None) -> None:
         if att in seen or len(out) >= MAX_AVOID:
@@ -88,28 +90,33 @@ def avoid_lines(ctx: RecallContext, scope: Scope, fam: str, key: str, *, session
         out.append({"id": turn_id, "layer": "avoid", "kind": "avoid", "text": att.text(), "where": where,
                     "last_update": when})
 
-    mine: list[dict[str, Any]] = []
-    if session:
+    def session_rows(sid: str) -> list[dict[str, Any]]:
         try:
-            mine = ctx.candidates.session_turns_of_any_agent(scope, session, limit=SESSION_TURNS, newest=True)
+            return ctx.candidates.session_turns_of_any_agent(scope, sid, limit=SESSION_TURNS, newest=True)
         except ctx.errors:
-            mine = []
+            return []
+
+    mine = session_rows(session) if session else []
     calls = [c for r in mine for c in (r.get("actions") or [])] + list(attempts)
-    here = failed_attempts(_actions(calls), fam, key, limit=MAX_AVOID)
-    last_id = str(mine[-1]["id"]) if mine else ""
-    for att in reversed(here):
-        add(att, "this session", last_id if not attempts else "", now)
-    own = {str(r.get("id")) for r in mine}
+    for att in reversed(failed_attempts(_actions(calls), fam, key, limit=MAX_AVOID)):
+        add(att, "this session", "", now)
+    done = {session} if session else set()
     for row in past:
-        if str(row.get("id")) in own or (session and row.get("session_id") == session):
+        sid = str(row.get("session_id") or "")
+        if sid in done or len(done) > PAST_SESSIONS:
             continue
-        for att in reversed(failed_attempts(_actions(row.get("actions") or []), fam, key)):
+        done.add(sid)
+        rows = session_rows(sid) if sid else [row]
+        for att in reversed(failed_attempts(_actions([c for r in rows or [row] for c in (r.get("actions") or [])]),
+                                            fam, key)):
             add(att, "earlier session", str(row.get("id") or ""),
                 row.get("ended_at") or row.get("started_at") or row.get("updated_at"))
     for m in procs:
+        trig = " ".join(str(((m.get("data") or {}).get("trigger") or {}).get("command") or "").split())[:160]
         for cmd in (m.get("data") or {}).get("avoid") or []:
-            add(Attempt((), " ".join(str(cmd).split())[:160]), "earlier session", "",
-                (m.get("data") or {}).get("last_seen") or m.get("updated_at"))
+            cmd = " ".join(str(cmd).split())[:160]
+            if cmd != trig:      # the trigger failing again is no attempt
+                add(Attempt((), cmd), "earlier session", "", (m.get("data") or {}).get("last_seen") or m.get("updated_at"))
     return out
 
 
