@@ -111,7 +111,7 @@ def run_project(project_dir: str, project: str, *, keep_cases: bool = False) -> 
     by_session: dict[str, list[Turn]] = {}
     for t in turns:
         by_session.setdefault(t.session, []).append(t)
-    c = {"cases": 0, "fixed_later": 0, "held": 0, "in_packet": 0, "held_by_signature": 0,
+    c: dict[str, Any] = {"cases": 0, "fixed_later": 0, "held": 0, "in_packet": 0, "held_by_signature": 0,
          "in_packet_by_signature": 0, "with_procedure": 0, "with_avoid": 0, "empty": 0, "fix_words_in_packet": 0}
     listed: list[dict[str, Any]] = []
     earlier: list[tuple[tuple[str, str], set[str], str, int]] = []   # family, delta, session, fixed-in index
@@ -135,7 +135,7 @@ def run_project(project_dir: str, project: str, *, keep_cases: bool = False) -> 
                         if not note_failure(trig, fam, key) or trig["sent"].get(f"{fam}\x1f{key}") != 2:
                             continue
                         c["cases"] += 1
-                        later = [o for o in obs if family_of(o) == (fam, key) and idx.get(o.data.get("fixed_in"), -1) >= ti]
+                        later = [o for o in obs if family_of(o) == (fam, key) and idx.get(str(o.data.get("fixed_in")), -1) >= ti]
                         delta = fix_delta(later[0]) if later else set()
                         if not learned_here:
                             mem.learn(project=project)
@@ -154,9 +154,10 @@ def run_project(project_dir: str, project: str, *, keep_cases: bool = False) -> 
                         if later and delta:
                             c["fixed_later"] += 1
                             c["fix_words_in_packet"] += len(text & delta) * 2 >= len(delta)
-                            for tag, same in (("", lambda f: f == (fam, key)), ("_by_signature", lambda f: f[1] == key)):
+                            for tag, strict in (("", True), ("_by_signature", False)):
                                 shared = [delta & d for f, d, s, fi in earlier
-                                          if same(f) and (s != name or fi < ti) and delta & d]
+                                          if (f == (fam, key) if strict else f[1] == key)
+                                          and (s != name or fi < ti) and delta & d]
                                 if not shared:
                                     continue
                                 c["held" + tag] += 1
@@ -168,7 +169,7 @@ def run_project(project_dir: str, project: str, *, keep_cases: bool = False) -> 
                     # the turn is written after its calls: the next failures see it
                     mem.add_turns([to_turn_in(t, project)])
                 for o in obs:
-                    earlier.append((family_of(o), fix_delta(o), name, idx.get(o.data.get("fixed_in"), 0)))
+                    earlier.append((family_of(o), fix_delta(o), name, idx.get(str(o.data.get("fixed_in")), 0)))
         finally:
             mem.close()
     c["turns"] = len(turns)
@@ -193,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     per = {p: run_project(os.path.join(raw, p), p, keep_cases=args.cases) for p in projects}
     keys = ("cases", "fixed_later", "held", "in_packet", "held_by_signature", "in_packet_by_signature",
             "with_procedure", "with_avoid", "empty", "fix_words_in_packet", "turns")
-    total = {k: sum(int(v.get(k) or 0) for v in per.values()) for k in keys}
+    total: dict[str, Any] = {k: sum(int(v.get(k) or 0) for v in per.values()) for k in keys}
     total["fix_in_packet"] = round(total["in_packet"] / total["held"], 3) if total["held"] else None
     total["fix_in_packet_by_signature"] = (round(total["in_packet_by_signature"] / total["held_by_signature"], 3)
                                            if total["held_by_signature"] else None)
