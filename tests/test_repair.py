@@ -274,3 +274,16 @@ def test_without_a_tool_hook_the_next_turn_start_carries_the_repair_first(home):
     assert ctx.rstrip().endswith("</current_user_request>")
     again = context(hook("openclaw", "turn-start", {**base, "prompt": "what now?"}))
     assert "failed 2 times" not in again                                      # delivered once
+
+
+def test_a_repair_packet_is_judged_with_the_turn_it_came_in():
+    from remem.layers.packets import _packet_turn
+    from remem.layers.types import Turn
+
+    seq = [({"request": "make the tests pass", "started_at": T0, "ended_at": T0 + 300}, Turn("a", "s", "x")),
+           ({"request": "again", "started_at": T0 + 400, "ended_at": T0 + 900}, Turn("b", "s", "y"))]
+    mid = {"entry": "repair", "created_at": T0 + 120, "prompt_hash": "not a request"}
+    assert _packet_turn(mid, seq) == 0                            # delivered by a tool hook inside turn a
+    at_start = {**mid, "created_at": T0 + 400.2}
+    assert _packet_turn(at_start, seq) == 1                       # delivered with turn b's start
+    assert _packet_turn({**mid, "entry": "turn_start"}, seq) == 1  # other packets: the next turn, as before
