@@ -174,6 +174,9 @@ def test_the_packet_has_the_procedure_first_then_avoid_lines_then_past_turns(hom
     assert any("uv pip install yaml" in a for a in avoid), avoid           # the earlier session's dead end
     assert any("uv run pytest -q -x" in a for a in avoid), avoid           # tried in this turn already
     assert "bobs-private-yaml" not in text                                 # bob's fix is bob's
+    fixed = [extra for i in got["items"] if i["layer"] == "L1" for label, extra in i.get("evidence") or []
+             if label.startswith("fixed by")]
+    assert fixed and all("ran `uv pip install pyyaml`" in f and "edit pyproject.toml" in f for f in fixed), fixed
     rec = home.store.packets.get(home.scope(), got["packet_id"])
     assert rec["entry"] == "repair" and rec["session_id"] == "now"
     assert set(rec["learned_ids"]) >= {got["items"][0]["id"]}

@@ -10,16 +10,18 @@ fires for a family (its second failure), the store holds every earlier turn, the
 up to the start of the session, and ``Remem.repair`` builds the packet the hook would deliver — with
 the session and the open turn's calls up to the failing one.
 
-The fix that later worked is the procedure the learner reads out of the rest of that session
-(``layers.procedures``: the same family passing after edits or other commands): its *delta*, the
-words of its steps (edited file names, the commands run) and of the passing command that the failing
-commands did not have ("cd synthase", a flag, the file edited). A case *holds one in its history*
+The fix that later worked is read out of the rest of that session (:func:`fixes`: the same family
+passing after its last failure, with the edits and commands in between; unlike the learner's
+procedures, without a two-turn limit): its *delta*, the words of those steps (edited file names, the
+commands run) and of the passing command that the failing commands did not have (a `cd` into a package, a
+flag, the file edited). A case *holds one in its history*
 when a fix of the same error family, earlier (an earlier session, or earlier in this one), shares
 words of that delta; the fix is *in the packet* when the packet holds at least half of those shared
 words (``fix_words_in_packet``: the same test on every case fixed later, whatever its history holds).
 ``cases`` counts every trigger; ``fixed_later`` those with a later fix; ``held`` those whose
 history holds it (the denominator of the target, ≥ 60 %); ``by_signature`` the same with earlier
-fixes of the same signature key under any command family.
+fixes of the same signature key under any command family; ``in_turns`` the same test on the packet's past
+turns alone, rendered at the same budget (what the packet holds without its procedures and avoid lines).
 
 Nothing of the histories is printed but counts and, with ``--cases``, project, session file, turn
 number, family and signature key.
@@ -38,10 +40,10 @@ import time
 from typing import Any
 
 from ..layers.commands import outcome
-from ..layers.procedures import procedure_observations
-from ..layers.repair import command_family, error_key, note_failure, signature_key
-from ..layers.types import Action, Observation, Turn
+from ..layers.repair import command_family, error_key, note_failure
+from ..layers.types import Action, Turn
 from ..model import ToolCall, TurnIn
+from ..recall import packet as pk
 from .learn import read_project, sessions
 
 AGENT = "cursor"
@@ -60,24 +62,45 @@ def words(text: str) -> set[str]:
     return out
 
 
-def fix_delta(ob: Observation) -> set[str]:
-    """The words of a fix (its steps, else its passing command) the failing commands lacked."""
-    data = ob.data
-    told: set[str] = set()
-    for step in data.get("action") or []:
-        if step.startswith("edit "):
-            name = step[5:].replace("\\", "/").rsplit("/", 1)[-1]
-            told |= words(name) | {name.lower()}
-        else:
-            told |= words(step[4:])
-    told |= words(str(data.get("verify") or ""))
-    failing = " ".join([str((data.get("trigger") or {}).get("command") or ""), *map(str, data.get("avoid") or [])])
-    return told - words(failing)
+MAX_FIX_STEPS = 8
 
 
-def family_of(ob: Observation) -> tuple[str, str]:
-    trig = ob.data.get("trigger") or {}
-    return command_family("shell", str(trig.get("command") or "")), signature_key(str(trig.get("signature") or ""))
+def fixes(session_turns: list[Turn]) -> list[tuple[tuple[str, str], int, int, set[str]]]:
+    """Every fix of an error family in one session's turns: ((family, key), turn of its first
+    failure, turn it passed in, the fix's delta). A family's fix is what ran after its last failure —
+    edits, other commands (at most ``MAX_FIX_STEPS``) — and the same family passing; its delta the
+    words of those and of the passing command that the failing commands lacked. The same command
+    passing with nothing in between is a flake, not a fix. No lookahead limit (the learner's
+    procedures want the pass within two turns; a session's later fix counts here)."""
+    out: list[tuple[tuple[str, str], int, int, set[str]]] = []
+    open_: dict[tuple[str, str], dict[str, Any]] = {}
+    for ti, t in enumerate(session_turns):
+        for a in t.actions:
+            shell = a.tool == "shell" and bool(a.command.strip())
+            res = outcome(a) if shell else ""
+            fam = command_family("shell", a.command) if shell else ""
+            if res == "failed":
+                k = (fam, error_key(a.output))
+                if k[1]:
+                    ep = open_.setdefault(k, {"first": ti, "failing": [], "steps": []})
+                    ep["failing"].append(a.command)
+                    ep["steps"] = []
+                    ep["last"] = " ".join(a.command.split())
+                    continue
+            for k in [k for k in open_ if shell and res == "ok" and k[0] == fam]:
+                ep = open_.pop(k)
+                if not ep["steps"] and " ".join(a.command.split()) == ep["last"]:
+                    continue
+                told = set().union(*(words(x) for x in ep["steps"][-MAX_FIX_STEPS:])) | words(a.command)
+                delta = told - words(" ".join(ep["failing"]))
+                if delta:
+                    out.append((k, ep["first"], ti, delta))
+            step = (a.path.replace("\\", "/").rsplit("/", 1)[-1] if a.tool == "edit" and a.path
+                    else a.command if shell else "")
+            if step:
+                for ep in open_.values():
+                    ep["steps"].append(step)
+    return out
 
 
 def to_turn_in(t: Turn, project: str) -> TurnIn:
@@ -112,7 +135,8 @@ def run_project(project_dir: str, project: str, *, keep_cases: bool = False) -> 
     for t in turns:
         by_session.setdefault(t.session, []).append(t)
     c: dict[str, Any] = {"cases": 0, "fixed_later": 0, "held": 0, "in_packet": 0, "held_by_signature": 0,
-         "in_packet_by_signature": 0, "with_procedure": 0, "with_avoid": 0, "empty": 0, "fix_words_in_packet": 0}
+         "in_packet_by_signature": 0, "with_procedure": 0, "with_avoid": 0, "empty": 0, "fix_words_in_packet": 0,
+                         "earlier_fix_of_family": 0, "in_turns": 0, "in_turns_by_signature": 0}
     listed: list[dict[str, Any]] = []
     earlier: list[tuple[tuple[str, str], set[str], str, int]] = []   # family, delta, session, fixed-in index
     ms: list[float] = []
@@ -123,8 +147,7 @@ def run_project(project_dir: str, project: str, *, keep_cases: bool = False) -> 
         try:
             for name in sorted(by_session, key=lambda s: order.get(s, 0)):
                 st_turns = by_session[name]
-                obs = procedure_observations(st_turns)
-                idx = {t.id: i for i, t in enumerate(st_turns)}
+                found = fixes(st_turns)
                 trig: dict[str, Any] = {}
                 learned_here = False
                 for ti, t in enumerate(st_turns):
@@ -135,8 +158,8 @@ def run_project(project_dir: str, project: str, *, keep_cases: bool = False) -> 
                         if not note_failure(trig, fam, key) or trig["sent"].get(f"{fam}\x1f{key}") != 2:
                             continue
                         c["cases"] += 1
-                        later = [o for o in obs if family_of(o) == (fam, key) and idx.get(str(o.data.get("fixed_in")), -1) >= ti]
-                        delta = fix_delta(later[0]) if later else set()
+                        later = [f for f in found if f[0] == (fam, key) and f[2] >= ti]
+                        delta = later[0][3] if later else set()
                         if not learned_here:
                             mem.learn(project=project)
                             learned_here = True
@@ -145,12 +168,17 @@ def run_project(project_dir: str, project: str, *, keep_cases: bool = False) -> 
                                          session=name, attempts=tool_dicts(t.actions[: ai + 1]), agent=AGENT)
                         ms.append(1000 * (time.perf_counter() - t0))
                         text = words(got.get("text") or "")
+                        alone = pk.render([i for i in got.get("items") or [] if i.get("layer") == "L1"],
+                                          budget=int(got.get("budget") or 1500), now=time.time())[0]
+                        l1 = words(alone)
                         kinds = [i.get("layer") for i in got.get("items") or []]
                         c["with_procedure"] += any(k in ("L2", "L3") for k in kinds)
                         c["with_avoid"] += "avoid" in kinds
                         c["empty"] += not got.get("text")
                         row = {"project": project, "session": name, "turn": t.index, "family": fam, "key": key,
                                "fixed_later": bool(later)}
+                        c["earlier_fix_of_family"] += any(f == (fam, key) and (s != name or fi < ti)
+                                                          for f, _, s, fi in earlier)
                         if later and delta:
                             c["fixed_later"] += 1
                             c["fix_words_in_packet"] += len(text & delta) * 2 >= len(delta)
@@ -163,13 +191,14 @@ def run_project(project_dir: str, project: str, *, keep_cases: bool = False) -> 
                                 c["held" + tag] += 1
                                 hit = any(len(text & sh) * 2 >= len(sh) for sh in shared)
                                 c["in_packet" + tag] += hit
+                                c["in_turns" + tag] += any(len(l1 & sh) * 2 >= len(sh) for sh in shared)
                                 row["held" + tag], row["in_packet" + tag] = True, hit
                         if keep_cases:
                             listed.append(row)
                     # the turn is written after its calls: the next failures see it
                     mem.add_turns([to_turn_in(t, project)])
-                for o in obs:
-                    earlier.append((family_of(o), fix_delta(o), name, idx.get(str(o.data.get("fixed_in")), 0)))
+                for k, _, fixed_at, d in found:
+                    earlier.append((k, d, name, fixed_at))
         finally:
             mem.close()
     c["turns"] = len(turns)
@@ -193,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     per = {p: run_project(os.path.join(raw, p), p, keep_cases=args.cases) for p in projects}
     keys = ("cases", "fixed_later", "held", "in_packet", "held_by_signature", "in_packet_by_signature",
-            "with_procedure", "with_avoid", "empty", "fix_words_in_packet", "turns")
+            "with_procedure", "with_avoid", "empty", "fix_words_in_packet", "earlier_fix_of_family", "in_turns", "in_turns_by_signature", "turns")
     total: dict[str, Any] = {k: sum(int(v.get(k) or 0) for v in per.values()) for k in keys}
     total["fix_in_packet"] = round(total["in_packet"] / total["held"], 3) if total["held"] else None
     total["fix_in_packet_by_signature"] = (round(total["in_packet_by_signature"] / total["held_by_signature"], 3)
@@ -205,11 +234,14 @@ def main(argv: list[str] | None = None) -> int:
         print()
         return 0
     print(f"repair packets at the second failure of an error family: {total['cases']} cases, "
-          f"{total['fixed_later']} fixed later in their session")
+          f"{total['fixed_later']} fixed later in their session, {total['earlier_fix_of_family']} with an earlier fix "
+          "of the family (whatever it did)")
     print(f"fix that later worked in the packet, where the history holds it (same family and signature): "
           f"{total['in_packet']} / {total['held']} = {total['fix_in_packet']}")
     print(f"  same signature key, any command family: {total['in_packet_by_signature']} / "
           f"{total['held_by_signature']} = {total['fix_in_packet_by_signature']}")
+    print(f"  in the past turns alone (no procedures, no avoid lines): {total['in_turns']} / {total['held']}; "
+          f"by signature {total['in_turns_by_signature']} / {total['held_by_signature']}")
     print(f"  any case fixed later whose packet holds half of the fix's words: {total['fix_words_in_packet']} / "
           f"{total['fixed_later']}")
     print(f"packets with a procedure: {total['with_procedure']}, with avoid lines: {total['with_avoid']}, "

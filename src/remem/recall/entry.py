@@ -190,6 +190,7 @@ def repair(ctx: RecallContext, error: str, scope: Scope, *, tool: str = "", budg
     past = ctx.candidates.full_rows(scope, list(dict.fromkeys([t for t, _ in hits][: rp.PAST_TURNS] + order)))
     items = _items(ctx, scope, ranked, [(t, score.get(t, 1.0)) for t in order], past)
     _attach_fixes(ctx, scope, items, skip_shown=False)
+    rp.fix_steps(ctx, scope, items)
     # the procedures learned for this error come first
     picked = [m for m in learned.pick(ctx, error, scope, entry="repair", project=project, now=now)
               if m.get("kind") == "procedure" or m.get("why") == "signature"]

@@ -123,3 +123,32 @@ def avoid_lines(ctx: RecallContext, scope: Scope, fam: str, key: str, *, session
 def error_family(error: str, tool: str, command: str) -> tuple[str, str]:
     """(command family, signature key) of a failure as the hook and the repair entry name it."""
     return command_family(tool, command), error_key(error)
+
+
+def fix_steps(ctx: RecallContext, scope: Scope, items: list[dict[str, Any]]) -> None:
+    """A past failure's "fixed by" line also says what the fixing turn did: its edits and the commands
+    it ran (the passing run of the family last), which is what the agent can repeat — the request and
+    reply of that turn ("ok try again", "all green now") seldom say it."""
+    fix_ids = [label.split(" ", 2)[2] for it in items for label, _ in it.get("evidence") or []
+               if label.startswith("fixed by ")]
+    if not fix_ids:
+        return
+    rows = ctx.candidates.full_rows(scope, fix_ids)
+    for it in items:
+        ev = []
+        for label, extra in it.get("evidence") or []:
+            row = rows.get(label.split(" ", 2)[2]) if label.startswith("fixed by ") else None
+            if row is not None:
+                steps = [s for s in (_step_of(a) for a in _actions(row.get("actions") or [])) if s]
+                if steps:
+                    extra = "; ".join(dict.fromkeys(steps[-4:])) + " — " + extra
+            ev.append((label, extra))
+        it["evidence"] = ev
+
+
+def _step_of(a: Any) -> str:
+    if a.tool == "edit" and a.path:
+        return f"edit {a.path.replace(chr(92), '/').rsplit('/', 1)[-1]}"
+    if a.tool == "shell" and a.command.strip():
+        return f"ran `{' '.join(a.command.split())[:100]}`"
+    return ""
