@@ -78,6 +78,10 @@ def test_error_key_of_a_long_trace_is_its_error():
     assert error_key(TRACE) == "ModuleNotFoundError No module named yaml"
     assert error_key("", "fallback") == "fallback"
     assert error_key("String to replace not found in file.") == "String to replace not found in"  # six words
+    # a build log that names no error is not known to be the same failure: no key, no trigger
+    assert error_key("Build started\nC:\\dev\\shop\\bin\\Shop.dll (.NETCoreApp,Version=v9.0)\n") == ""
+    assert error_key("Test run for C:\\dev\\shop\\Shop.Test.dll\nFailed!  - Failed: 2, Passed: 10") == \
+        "Failed Failed N Passed N"
 
 
 def test_the_first_failure_never_triggers_the_second_does_then_the_steps():

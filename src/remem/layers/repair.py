@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..ingest.signatures import error_signatures
+from ..ingest.signatures import error_signatures, normalize_signature
 from .commands import family, outcome, segments
 from .types import Action
 
@@ -31,6 +31,9 @@ MAX_KEYS = 64             # error families a session's state remembers (the olde
 _CODE = re.compile(r"^(?:error\s+)?([A-Z]{1,8}\d{3,5})\b")
 _PHRASES = ("command not found", "No such file or directory", "Permission denied")
 _WORD = re.compile(r"[^\W_]+|…|<path>", re.UNICODE)
+_ERRORISH = re.compile(r"error|fail|exception|denied|not found|cannot|can't|could not|invalid|refused|timed? ?out|"
+                       r"unable|unknown|missing|no such|fatal|abort", re.I)
+_WINPATH = re.compile(r"\b[A-Za-z]:\\[^\s\"']+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +65,18 @@ def signature_key(sig: str) -> str:
 
 
 def error_key(output: str, fallback: str = "") -> str:
-    """The signature key of a failed call's output: its first error signature, else its last
-    non-empty line (normalised the same way), else ``fallback``."""
+    """The signature key of a failed call's output: its first error signature, else the last of its
+    last five non-empty lines that reads as an error ("… not found", "Cannot …", "… failed"),
+    normalised the same way; else ``fallback`` when the output is empty, else "" (no key: a failure
+    whose output names no error — a build log ending on a path — is not known to be the same one)."""
     sigs = error_signatures((output or "")[-6000:], limit=3)
     if sigs:
         return signature_key(sigs[0])
     lines = [ln for ln in (output or "").splitlines() if ln.strip()]
-    return signature_key(lines[-1][:200]) if lines else fallback
+    for ln in reversed(lines[-5:]):
+        if _ERRORISH.search(ln):
+            return signature_key(normalize_signature(_WINPATH.sub("<path>", ln[:200])))
+    return "" if lines else fallback
 
 
 def command_family(tool: str, command: str) -> str:
