@@ -294,3 +294,40 @@ def test_a_repair_packet_is_judged_with_the_turn_it_came_in():
     at_start = {**mid, "created_at": T0 + 400.2}
     assert _packet_turn(at_start, seq) == 1                       # delivered with turn b's start
     assert _packet_turn({**mid, "entry": "turn_start"}, seq) == 1  # other packets: the next turn, as before
+
+
+def test_counting_a_failure_stays_light(mem):
+    """A failed call that is not yet due (its first) is counted without the core library, the learner,
+    numpy or the model: the hook file entry, as installers write it."""
+    from pathlib import Path
+
+    hook_file = Path(__file__).resolve().parents[1] / "src" / "remem" / "hook.py"
+    r = subprocess.run([sys.executable, "-X", "importtime", str(hook_file), "claude-code", "PostToolUse"],
+                       input=json.dumps({"session_id": "light", "cwd": CWD, **CLAUDE_FAIL}).encode(),
+                       capture_output=True, env={**os.environ, "REMEM_PORT": "9"}, timeout=60)
+    mods = {ln.split("|")[-1].strip() for ln in r.stderr.decode().splitlines() if ln.startswith("import time:")}
+    assert r.returncode == 0 and r.stdout == b""
+    assert "remem.layers.repair" in mods and "remem.core" not in mods
+    assert "remem.layers.learn" not in mods and "remem.layers.rules" not in mods     # not the learner
+    assert not mods & {"numpy", "jieba", "fastapi", "click", "pydantic", "yaml"}
+
+
+def test_the_installed_file_entry_delivers_the_packet(home):
+    """Agents run ``python …/remem/hook.py`` (bare packages, remem.layers too): the due path loads the
+    core and the learned procedures through it all the same."""
+    from pathlib import Path
+
+    hook_file = Path(__file__).resolve().parents[1] / "src" / "remem" / "hook.py"
+
+    def run(payload: dict) -> str:
+        r = subprocess.run([sys.executable, str(hook_file), "claude-code", "PostToolUse"],
+                           input=json.dumps(payload).encode(), capture_output=True,
+                           env={**os.environ, "REMEM_PORT": str(free_port())}, timeout=60)
+        assert r.returncode == 0 and r.stderr == b"", r.stderr
+        return r.stdout.decode().strip()
+
+    base = {"session_id": "file-1", "cwd": CWD, **CLAUDE_FAIL}
+    assert run(base) == ""
+    ctx = context(run({**base, "tool_use_id": "toolu_09"}))
+    assert "pyyaml" in ctx and pk.LEARNED_HEAD in ctx and "bobs-private-yaml" not in ctx
+    assert "Traceback" not in (Path(os.environ["REMEM_HOME"]) / "logs" / "hooks.log").read_text()
