@@ -243,6 +243,19 @@ def test_claude_code_gets_the_repair_packet_in_post_tool_use_at_the_second_failu
     assert [p["entry"] for p in home.store.packets.recent(home.scope(), session="cc-1")].count("repair") == 2
 
 
+def test_claude_codes_post_tool_use_failure_answers_under_its_own_name(home):
+    """A failed Bash call reaches Claude Code's PostToolUseFailure hook with the output in ``error``;
+    the answer must name that event (Claude Code checks hookEventName against the hook it ran)."""
+    fail = {"session_id": "cc-2", "cwd": CWD, "transcript_path": "", "permission_mode": "default",
+            "hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "tool_use_id": "toolu_11",
+            "tool_input": {"command": "uv run pytest -q", "description": "Run the tests"},
+            "error": "Exit code 1\n" + TRACE, "is_interrupt": False}
+    assert hook("claude-code", "PostToolUseFailure", fail) == ""
+    spec = json.loads(hook("claude-code", "PostToolUseFailure", {**fail, "tool_use_id": "toolu_12"}))
+    assert spec["hookSpecificOutput"]["hookEventName"] == "PostToolUseFailure"
+    assert "pyyaml" in spec["hookSpecificOutput"]["additionalContext"]
+
+
 def test_codex_and_gemini_post_tool_hooks_carry_it_too(home):
     codex = {"session_id": "cx-1", "cwd": CWD, "hook_event_name": "PostToolUse", "turn_id": "t1", "model": "gpt-5",
              "permission_mode": "default", "transcript_path": None, "tool_name": "shell", "tool_use_id": "call_1",
