@@ -164,10 +164,10 @@ def test_repair_recall_after_repeated_failures_of_one_tool(mem):
     fail = {**base, "tool_name": "Bash", "tool_input": {"command": "python imp.py"},
             "tool_response": {"stdout": "", "stderr": "ModuleNotFoundError: No module named 'yaml'", "exit_code": 1}}
     assert call("claude-code", "PostToolUse", fail) == ""                    # one failure: no hint yet
-    out = call("claude-code", "PostToolUse", fail)                           # the second in a row: hint
+    out = call("claude-code", "PostToolUse", fail)                           # the second: a repair packet
     spec = json.loads(out)["hookSpecificOutput"]
     assert spec["hookEventName"] == "PostToolUse"
-    assert "pyyaml" in spec["additionalContext"] and "failed 2 times in a row" in spec["additionalContext"]
+    assert "pyyaml" in spec["additionalContext"] and "failed 2 times in this session" in spec["additionalContext"]
     assert call("claude-code", "PostToolUse", fail) == ""                    # not repeated at once
     ok = {**fail, "tool_response": {"stdout": "ok", "stderr": "", "exit_code": 0}}
     assert call("claude-code", "PostToolUse", ok) == ""

@@ -247,12 +247,16 @@ class Remem:
 
     def repair(self, error: str, *, tool: str = "", owner: str | builtins.list[str] | None = None,
                agent: str | None = None, budget: int | None = None, scope: Scope | None = None,
-               project: str | None = None) -> dict[str, Any]:
-        """After repeated failures: the procedures learned for this error (with ``project``), then past
-        failures with the same error signature and what fixed them."""
+               project: str | None = None, command: str = "", session: str | None = None,
+               attempts: builtins.list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """After the same failure came back: the procedures learned for its error family (with
+        ``project``), what was tried and failed before (``session`` and the open turn's ``attempts``
+        count too), then past failures with the same error signature and what fixed them. Recorded
+        as a packet (entry ``repair``) so feedback can judge it."""
         sc = self._read_as(owner, agent, scope)
-        out = self._recall_entries().repair(self.recall, error, sc, tool=tool, budget=budget, project=project)
-        return self._recorded(out, error, "repair", sc, project=project, agent=agent)
+        out = self._recall_entries().repair(self.recall, error, sc, tool=tool, budget=budget, project=project,
+                                            command=command, session=session, attempts=attempts)
+        return self._recorded(out, error, "repair", sc, project=project, session=session, agent=agent)
 
     def resume(self, query: str, *, session: str | None = None, owner: str | builtins.list[str] | None = None,
                agent: str | None = None, budget: int | None = None, scope: Scope | None = None) -> dict[str, Any]:

@@ -191,14 +191,17 @@ class Backend:
 
         return Scope.of(self.read_owners(agent), project=project or None)
 
-    def repair(self, error: str, *, tool: str, agent: str) -> str | None:
-        """The recall engine's repair packet (same error signature first, with what fixed it), or
-        None when this remem has no repair entry point."""
+    def repair(self, error: str, *, tool: str, agent: str, command: str = "", project: str = "",
+               session: str = "", attempts: list[dict[str, Any]] | None = None) -> str | None:
+        """The recall engine's repair packet (the error family's procedures, avoid lines, past
+        failures with what fixed them), read as ``agent`` reads, or None when this remem has no
+        repair entry point. Always on the database (the daemon has no repair route)."""
         fn = getattr(self.mem, "repair", None)
         if fn is None:
             return None
         self.via = "local"
-        got = fn(error, scope=self._scope(agent), tool=tool)
+        got = fn(error, scope=self._scope(agent), tool=tool, command=command, project=project or None,
+                 session=session or None, attempts=attempts, agent=agent)
         return str(got.get("text") or "") if isinstance(got, dict) else None
 
     def get(self, memory_id: str, *, as_agent: str) -> dict[str, Any] | None:

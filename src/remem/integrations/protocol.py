@@ -13,10 +13,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .events import Event, native_name
+from .events import Event, event_key, native_name
 
 JSON_CONTEXT_AGENTS = ("claude-code", "codex", "gemini")
 CONTEXT_KINDS = ("session_start", "turn_start", "tool_after")
+# agents whose post-tool hook can add context for the model (Claude Code PostToolUse, Codex PostToolUse
+# and Gemini AfterTool hookSpecificOutput.additionalContext; the OpenCode plugin appends it to the
+# tool's output in tool.execute.after); the others get a repair packet at the next turn start
+TOOL_CONTEXT_AGENTS = ("claude-code", "codex", "gemini", "opencode")
+
+
+def tool_context(agent: str) -> bool:
+    """Whether ``agent``'s answer to a tool event reaches the model."""
+    return agent in TOOL_CONTEXT_AGENTS
 
 
 def answer(ev: Event, context: str, *, extra: dict[str, Any] | None = None) -> str:
@@ -31,8 +40,10 @@ def answer(ev: Event, context: str, *, extra: dict[str, Any] | None = None) -> s
     if ev.agent in JSON_CONTEXT_AGENTS:
         if not context or ev.kind not in CONTEXT_KINDS:
             return ""
-        return json.dumps({"hookSpecificOutput": {"hookEventName": native_name(ev.kind, ev.agent),
-                                                  "additionalContext": context}}, ensure_ascii=False)
+        # Claude Code checks the name against the event it ran: a failed call's is PostToolUseFailure
+        name = "PostToolUseFailure" if event_key(ev.name) == "posttoolusefailure" else native_name(ev.kind, ev.agent)
+        return json.dumps({"hookSpecificOutput": {"hookEventName": name, "additionalContext": context}},
+                          ensure_ascii=False)
     if ev.kind == "op":
         return json.dumps(extra or {}, ensure_ascii=False, default=str)
     if not context and not extra:

@@ -29,7 +29,7 @@ from .backend import Backend, hook_timeout
 from .events import Event, normalize
 
 MAX_QUERY_CHARS = 8_000    # of a prompt that recall searches for (head and tail of a huge paste)
-REPAIR_AFTER = 2           # consecutive failures of one tool before the repair recall runs
+REPAIR_ERROR_HEAD, REPAIR_ERROR_TAIL = 1_500, 2_500   # of a failed call's output the repair recall reads
 DIGEST_ITEMS = 5           # turns listed in the session-start project digest
 SESSION_CONTEXT_AGENTS = ("claude-code", "codex")   # Gemini prepends it to the prompt: skip there
 # agents whose /remem-resume is a command outside the prompt path (it does not know the session):
@@ -301,7 +301,7 @@ class Handler:
         if not skip_this and not state.state_path(self.home, self.ev.agent, self.ev.session_id).exists():
             return
         with self.state() as st:
-            for k in ("pending", "tools", "fails", "repaired", "reply"):
+            for k in ("pending", "tools", "fails", "repaired", "reply", "repair", "repair_next"):
                 st.pop(k, None)
             if skip_this:
                 st["pending"] = {"skip": True, "started_at": time.time()}
@@ -391,16 +391,19 @@ class Handler:
                                  "offset": transcript.size_of(ev.transcript_path),
                                  "transcript_path": ev.transcript_path, "cwd": ev.cwd, "model": ev.model}
             st["tools"] = []
-            st["fails"] = {}
             st.pop("reply", None)
             pending = dict(st["pending"])
             core_shown = bool(st.get("core_shown"))
+            due = st.pop("repair_next", None)
+        # a repair packet the last turn's tools called for and no tool hook could deliver comes first
+        fix = self._repair(due, list(due.get("attempts") or [])) if isinstance(due, dict) else ""
         packet = self.b.recall(recall_query(ev.prompt), agent=ev.agent, project=ev.cwd, session_id=ev.session_id,
                                core_shown=core_shown)
         if not pending.get("skip"):
             # store the request now, so a turn the agent never finishes is not lost
             self.b.capture([self._turn(pending, reply="", tools=[], status="cancelled", open_=True)])
-        return self.answer(render.with_request(str(packet.get("text") or ""), ev.prompt))
+        text = "\n".join(t for t in (fix, str(packet.get("text") or "")) if t.strip())
+        return self.answer(render.with_request(text, ev.prompt))
 
     def on_response(self) -> str:
         if self.ev.reply:
@@ -417,37 +420,60 @@ class Handler:
             return ""
         with self.state() as st:
             state.add_tool(st, tool.to_dict())
-            fails: dict[str, int] = st.setdefault("fails", {})
-            fails[tool.name] = fails.get(tool.name, 0) + 1 if tool.is_error else 0
-            streak = fails[tool.name]
-            repaired: dict[str, int] = st.setdefault("repaired", {})
-            due = tool.is_error and streak >= REPAIR_AFTER and repaired.get(tool.name, 0) < streak - 1
-            if due:
-                repaired[tool.name] = streak
-        if not due:
+            due = self._count_failure(st, tool) if tool.is_error else None
+            if due is not None and not protocol.tool_context(self.ev.agent):
+                st["repair_next"] = {**due, "attempts": list(st.get("tools") or [])}   # the next turn start
+                return ""
+            attempts = list(st.get("tools") or []) if due is not None else []
+        if due is None:
             return ""
-        return self.answer(self._repair(tool, streak))
+        return self.answer(self._repair(due, attempts))
 
-    def _repair(self, tool: ToolCall, streak: int) -> str:
-        """Past episodes with the same failure: the recall engine's repair entry, else a search."""
+    def _count_failure(self, st: dict[str, Any], tool: ToolCall) -> dict[str, Any] | None:
+        """Count a failed call against its error family (command family, error signature key) in
+        the session's state; the repair packet's request when one is due (``layers/repair.py``:
+        the 2nd, 4th, 8th … failure of one family, at most ``SESSION_CAP`` a session)."""
         from ..ingest.signatures import error_signatures
+        from ..layers import repair as trigger
 
-        sigs = error_signatures(tool.output)
+        command = trigger.command_of(tool.input)
+        fam = trigger.command_family(tool.name, command)
+        key = trigger.error_key(tool.output, render.first_line(tool.output or tool.input, 120))
+        rep = st.setdefault("repair", {})
+        if not trigger.note_failure(rep, fam, key):
+            return None
+        out = tool.output or ""
+        error = out if len(out) <= REPAIR_ERROR_HEAD + REPAIR_ERROR_TAIL else \
+            out[:REPAIR_ERROR_HEAD] + "\n…\n" + out[-REPAIR_ERROR_TAIL:]
+        sigs = error_signatures(out[-6000:], limit=1)
+        return {"tool": tool.name, "command": command, "family": fam, "key": key, "error": error or tool.input,
+                "shown": sigs[0] if sigs else render.first_line(out or tool.input, 160),
+                "count": int(rep["counts"].get(trigger.family_key(fam, key), 0))}
+
+    def _repair(self, due: dict[str, Any], attempts: list[dict[str, Any]]) -> str:
+        """The repair packet for ``due`` (the recall engine's repair entry), with a line saying why it
+        comes; a plain search when that fails. ``attempts``: the open turn's calls (redacted here:
+        they come from the hook's state as the agent sent them)."""
+        fam, key, n = str(due.get("family") or ""), str(due.get("key") or ""), int(due.get("count") or 2)
+        error = str(due.get("error") or "")
         try:
-            packet = self.b.repair(tool.output or tool.input, tool=tool.name, agent=self.ev.agent)
+            packet = self.b.repair(error, tool=str(due.get("tool") or ""), command=str(due.get("command") or ""),
+                                   agent=self.ev.agent, project=self.ev.cwd, session=self.ev.session_id,
+                                   attempts=state.redacted(attempts))
         except Exception as e:  # noqa: BLE001 - the plain search below still helps
             log.write(self.home, "warn", f"{self.ev.agent} repair recall failed: {type(e).__name__}: {e}")
             packet = None
         if packet is not None:
             if not packet.strip():
                 return ""
-            head = render.first_line(sigs[0] if sigs else tool.output, 160)
-            return (f"`{render.escape(tool.name)}` failed {streak} times in a row ({render.escape(head)}). "
-                    "Past episodes with the same failure and what fixed them:\n" + packet)
-        query = " ".join([tool.name, *sigs]) if sigs else f"{tool.name} {render.first_line(tool.output, 200)}"
+            self._note(f"repair packet: {fam} failed {n} times ({key})")
+            return (f"`{render.escape(fam)}` failed {n} times in this session with the same error "
+                    f"({render.escape(render.first_line(str(due.get('shown') or key), 160))}). From remem long-term memory: what fixed it "
+                    "before, what was tried and did not fix it, past episodes:\n" + packet)
+        query = f"{fam} {key}".strip()
         items = [it for it in self.b.search(query, k=4, as_agent=self.ev.agent)
                  if it.get("session_id") != self.ev.session_id][:3]
-        return render.repair_note(tool.name, sigs[0] if sigs else tool.output, items)
+        return render.repair_note(fam, key or error, items)
 
     def on_turn_end(self) -> str:
         ev = self.ev
@@ -469,6 +495,8 @@ class Handler:
                 delta = _caught_up(path, int(pending.get("offset", 0)), delta, ev.reply)
             hooked = [ToolCall.from_dict(t) for t in st.get("tools") or []]
             tools = ev.tools or delta.tools or hooked
+            if not hooked:      # no tool hook counted these calls: count them now, repair at the next turn
+                self._count_turn_failures(st, tools)
             reply = ev.reply or st.get("reply") or delta.reply
             status = ev.status or delta.status or "succeeded"
             started = float(pending.get("started_at") or time.time())
@@ -485,6 +513,15 @@ class Handler:
                 st.pop(k, None)
         self.b.capture([self._turn(pending, reply=reply, tools=tools, status=status)])
         return ""
+
+    def _count_turn_failures(self, st: dict[str, Any], tools: list[ToolCall]) -> None:
+        """The failed calls of a turn no tool hook reported (OpenClaw, Hermes, a transcript): count
+        them; a repair packet they call for waits for the next turn start."""
+        for i, t in enumerate(tools):
+            if t.is_error:
+                due = self._count_failure(st, t)
+                if due is not None:
+                    st["repair_next"] = {**due, "attempts": [x.to_dict() for x in tools[: i + 1]][-state.MAX_TOOLS:]}
 
     # -- plugin operations (OpenCode / OpenClaw / Hermes tools) ---------------------------
     def on_op(self) -> str:

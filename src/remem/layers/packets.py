@@ -28,11 +28,18 @@ MATCH_WINDOW = 600.0          # a packet's turn started at most this long before
 
 def _packet_turn(p: dict[str, Any], seq: list[tuple[dict[str, Any], Turn]]) -> int | None:
     """Which turn of its session a packet was built for: the one whose request has the prompt's hash,
-    else the first that started after it (hooks recall before the turn is written)."""
+    else the first that started after it (hooks recall before the turn is written). A repair packet
+    (its "prompt" is the error) is for the turn it came in: the one open when it was built — a tool
+    hook's mid-turn, or the turn a turn start opened with it."""
     from ..recall.record import prompt_hash
 
     start = float(p["created_at"]) - MATCH_WINDOW
     times = [float(r.get("started_at") or r.get("ended_at") or r.get("created_at") or 0.0) for r, _ in seq]
+    if p.get("entry") == "repair":
+        for i in range(len(seq) - 1, -1, -1):
+            end = float(seq[i][0].get("ended_at") or times[i])
+            if times[i] - 5.0 <= float(p["created_at"]) <= end + 5.0:
+                return i
     for i, (r, _) in enumerate(seq):
         if times[i] >= start and prompt_hash(r.get("request") or "") == p["prompt_hash"]:
             return i

@@ -28,6 +28,7 @@ from ..ingest.signatures import error_signatures
 from ..scope import Scope
 from . import gate, learned
 from . import packet as pk
+from . import repair as rp
 from .config import PACKET, RecallConfig
 from .context import RecallContext
 from .search import Ranked, rank, search_sessions, to_results
@@ -167,27 +168,38 @@ def sub_agent(ctx: RecallContext, task: str, scope: Scope, *, project: str | Non
 
 
 def repair(ctx: RecallContext, error: str, scope: Scope, *, tool: str = "", budget: int | None = None,
-           now: float | None = None, project: str | None = None) -> dict[str, Any]:
-    """After repeated failures: past failures with the same error signature and what fixed them."""
+           now: float | None = None, project: str | None = None, command: str = "", session: str | None = None,
+           attempts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """After the same failure came back (``layers/repair.py`` says when): the procedures learned
+    for its error family first, then what was tried against it and failed ("avoid" lines, from
+    earlier sessions and this one: ``session`` and the open turn's ``attempts``, the hook's tool
+    calls ending with the failing one), then past failures with the same error signature and what
+    fixed them (recall/repair.py). ``command``: the failing shell command (its family)."""
     now = ctx.now() if now is None else now
     budget = pk.clamp_budget(budget or DEFAULTS["repair"]["budget"])
     sigs = error_signatures(error) or [error.strip().splitlines()[-1][:160]] if error.strip() else []
+    fam, key = rp.error_family(error, tool, command)
     hits = ctx.candidates.by_error(scope, sigs, DEFAULTS["repair"]["k"] * 2)
     cfg = PACKET.with_(failed_penalty=0.0, threshold=0.0, weights={"structural": 2.0, "bm25": 1.0, "entity": 0.4})
-    ranked = rank(ctx, f"{tool} {error}".strip(), scope, k=DEFAULTS["repair"]["k"], cfg=cfg, now=now)
+    ranked = rank(ctx, f"{tool} {command} {error}".strip(), scope, k=DEFAULTS["repair"]["k"], cfg=cfg, now=now)
     # the floor: the same error first; other turns only as the packet's gates let them in
     found = [(t, s) for t, s in ranked.items if _relevant(ranked, t)]
     found = gate.covered(ctx, ranked, found, ctx.candidates.full_rows(scope, [t for t, _ in found]), cfg.min_coverage)
     order = list(dict.fromkeys([t for t, _ in hits] + [t for t, _ in found]))[: DEFAULTS["repair"]["k"]]
     score = {t: s for t, s in ranked.items}
-    items = _items(ctx, scope, ranked, [(t, score.get(t, 1.0)) for t in order])
+    past = ctx.candidates.full_rows(scope, list(dict.fromkeys([t for t, _ in hits][: rp.PAST_TURNS] + order)))
+    items = _items(ctx, scope, ranked, [(t, score.get(t, 1.0)) for t in order], past)
     _attach_fixes(ctx, scope, items, skip_shown=False)
+    rp.fix_steps(ctx, scope, items)
     # the procedures learned for this error come first
     picked = [m for m in learned.pick(ctx, error, scope, entry="repair", project=project, now=now)
               if m.get("kind") == "procedure" or m.get("why") == "signature"]
-    text, kept, tokens = pk.render(items, budget=budget, now=now, learned=picked)
-    return {"entry": "repair", "budget": budget, "signatures": sigs, "text": text, "items": kept,
-            "tokens": tokens, "stats": ranked.stats()}
+    procs = rp.procedures(ctx, scope, project, fam, key, picked)
+    avoid = rp.avoid_lines(ctx, scope, fam, key, session=session, attempts=list(attempts or []),
+                           past=[past[t] for t, _ in hits if t in past], procs=procs, now=now, command=command)
+    text, kept, tokens = pk.render(items, budget=budget, now=now, learned=procs, avoid=avoid)
+    return {"entry": "repair", "budget": budget, "signatures": sigs, "family": fam, "key": key, "text": text,
+            "items": kept, "tokens": tokens, "stats": ranked.stats()}
 
 
 def resume(ctx: RecallContext, query: str, scope: Scope, *, session: str | None = None, budget: int | None = None,

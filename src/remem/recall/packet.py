@@ -163,6 +163,8 @@ def render_item(n: int, item: dict[str, Any], now: float, chars: int) -> str:
 
 
 LEARNED_HEAD = "Learned from this user's past sessions (kind · support · id):"
+AVOID_HEAD = "Tried before against this error and it did not fix it (do not repeat as is):"
+AVOID_SHARE = 0.2     # avoid lines (repair packets) take at most this share of the budget
 TURNS_HEAD = "Past turns:"
 LEARNED_SHARE = 0.3   # learned memories take at most this share of the budget
 LEARNED_CHARS = 300
@@ -180,10 +182,22 @@ def render_learned(n: int, m: dict[str, Any], now: float) -> str:
                                                                                        LEARNED_CHARS)))
 
 
+def render_avoid(n: int, a: dict[str, Any], now: float) -> str:
+    """One avoid line of a repair packet: ``A1. [this session · 5 minutes ago] edit x.py → `pytest`
+    still failed the same way`` (and the turn's id when the attempt is a stored turn's)."""
+    when = a.get("last_update")
+    head = " · ".join(safe(str(x)) for x in (a.get("where") or "earlier", relative_age(now - float(when)
+                                                                                        if when else None)))
+    ref = f" · id {safe(str(a['id']))}" if a.get("id") else ""
+    return f"A{n}. [{head}{ref}] " + _indent(escape(_clip(a.get("text") or "", LEARNED_CHARS)))
+
+
 def render(items: Sequence[dict[str, Any]], *, budget: int = DEFAULT_BUDGET, now: float,
-           item_chars: int = 900, learned: Sequence[dict[str, Any]] = ()) -> tuple[str, list[dict[str, Any]], int]:
+           item_chars: int = 900, learned: Sequence[dict[str, Any]] = (),
+           avoid: Sequence[dict[str, Any]] = ()) -> tuple[str, list[dict[str, Any]], int]:
     """Render as many items as fit in ``budget`` tokens (best first), after the learned memories
-    (``learned``: their own section first, within ``LEARNED_SHARE`` of the budget).
+    (``learned``: their own section first, within ``LEARNED_SHARE`` of the budget) and the avoid
+    lines of a repair packet (``avoid``: within ``AVOID_SHARE``).
 
     Returns (text, the items included — learned ones first, each with ``layer`` and ``kind`` —,
     token count of text). No items → empty text. An item that does not fit is retried shorter once
@@ -208,6 +222,19 @@ def render(items: Sequence[dict[str, Any]], *, budget: int = DEFAULT_BUDGET, now
             spent += cost
         if block:
             lines += [LEARNED_HEAD, *block]
+            used += spent
+    if avoid:
+        share, spent, block = int(budget * AVOID_SHARE), count_tokens(AVOID_HEAD) + 1, []
+        for a in avoid:
+            line = render_avoid(len(block) + 1, a, now)
+            cost = count_tokens(line) + 1
+            if spent + cost > share:
+                break
+            block.append(line)
+            kept.append({**a, "layer": "avoid", "kind": "avoid"})
+            spent += cost
+        if block:
+            lines += [AVOID_HEAD, *block]
             used += spent
     n_learned = len(kept)
     if n_learned and items:

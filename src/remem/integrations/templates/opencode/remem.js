@@ -2,7 +2,9 @@
 // `remem hooks remove opencode` deletes this file. Do not edit: it is rewritten on install.
 //
 // chat.message        start the turn, inject recalled memories (a synthetic text part), /remem-resume
-// tool.execute.*      record the tool trajectory (remem's own tools excluded)
+// tool.execute.*      record the tool trajectory (remem's own tools excluded); a failed call goes to
+//                     the hook, whose repair packet (the same error family failed again) is appended
+//                     to the tool's output, so the model reads it with the failure
 // event               assistant text, session.error (turn failed), session.idle (turn complete)
 // tools               remem_memory_search, remem_memory_get, remem_memory_add
 //
@@ -37,6 +39,11 @@ function callHook(event, payload) {
 function clip(text) {
   const s = typeof text === "string" ? text : JSON.stringify(text ?? "")
   return s.length > MAX_OUTPUT ? s.slice(0, MAX_OUTPUT) + "…" : s
+}
+
+function ends(text) {   // head and tail of a long output: the error line is usually at the end
+  const s = typeof text === "string" ? text : JSON.stringify(text ?? "")
+  return s.length > 6000 ? s.slice(0, 1500) + "\n…\n" + s.slice(-4500) : s
 }
 
 function looksFailed(output, metadata) {
@@ -120,8 +127,14 @@ export const RememPlugin = async (ctx) => {
       if (!t || String(input.tool).startsWith("remem_")) return
       const args = t.calls.get(input.callID) ?? input.args
       const out = output && output.output
+      const failed = looksFailed(out, output && output.metadata)
       t.tools.push({ name: String(input.tool), input: clip(args), output: clip(out), call_id: input.callID || "",
-        is_error: looksFailed(out, output && output.metadata) })
+        is_error: failed })
+      if (!failed) return
+      const r = await callHook("tool.execute.after", { session_id: input.sessionID, cwd: directory,
+        tool_name: String(input.tool), tool_input: args ?? {}, tool_use_id: input.callID || "",
+        tool_response: { output: ends(out), is_error: true } })
+      if (r && r.context && output) output.output = String(output.output ?? "") + "\n\n" + r.context
     },
     event: async ({ event }) => {
       const props = (event && event.properties) || {}
