@@ -93,7 +93,7 @@ def test_the_bench_reads_exports_with_the_products_specstory_parser(tmp_path: Pa
 
 
 def test_tool_calls_described_in_words_become_commands_and_paths() -> None:
-    from remem.layers.service import to_action
+    from remem.layers.turnview import to_action
 
     run = to_action({"name": "run_terminal_cmd", "input": "Run command: make migrate DATABASE=pg", "output": "ok"})
     assert (run.tool, run.command) == ("shell", "make migrate DATABASE=pg")

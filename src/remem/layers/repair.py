@@ -89,7 +89,7 @@ def command_family(tool: str, command: str) -> str:
 def command_of(tool_input: str) -> str:
     """The shell command of a hook's tool input: ``{"command": "…"}`` (Claude Code, Gemini),
     ``{"command": ["bash", "-lc", "…"]}`` or ``{"cmd": "…"}`` (Codex), else "" (not a shell call).
-    The store's trajectories are read by ``layers.service.to_action``, which knows more shapes."""
+    The store's trajectories are read by ``layers.turnview.to_action``, which knows more shapes."""
     raw = (tool_input or "").strip()
     if raw[:1] != "{":
         return ""

@@ -67,7 +67,7 @@ def procedures(ctx: RecallContext, scope: Scope, project: str | None, fam: str, 
 
 
 def _actions(calls: list[Any]) -> list[Any]:
-    from ..layers.service import to_action
+    from ..layers.turnview import to_action
 
     return [to_action(c) for c in calls if isinstance(c, dict) and c.get("name") != "note"]
 
