@@ -366,3 +366,20 @@ def p003_pgvector(db: PgConnection) -> None:
                                     [(np.frombuffer(bytes(v), dtype=np.float32), rid) for rid, _dim, v in rows])
     for model_id, field, dim in db.native("SELECT DISTINCT model_id, field, dim FROM embeddings").fetchall():
         ensure_index(db, model_id, field, int(dim))
+
+
+@migration
+def p006_team(db: PgConnection) -> None:
+    """The server's users, their token hashes and teams (SQLite's m014_team)."""
+    script(db, """
+    CREATE TABLE users (name TEXT PRIMARY KEY, created_at DOUBLE PRECISION NOT NULL);
+    CREATE TABLE user_tokens (
+        token_hash TEXT PRIMARY KEY, session_hash TEXT NOT NULL UNIQUE,
+        user_name TEXT NOT NULL REFERENCES users(name), created_at DOUBLE PRECISION NOT NULL);
+    CREATE INDEX user_tokens_user ON user_tokens(user_name);
+    CREATE TABLE teams (name TEXT PRIMARY KEY, created_at DOUBLE PRECISION NOT NULL);
+    CREATE TABLE team_members (
+        team TEXT NOT NULL REFERENCES teams(name), user_name TEXT NOT NULL REFERENCES users(name),
+        added_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (team, user_name));
+    CREATE INDEX team_members_user ON team_members(user_name);
+    """)
