@@ -134,13 +134,16 @@ def rest(tmp_path_factory):
     home, user_home = base / "remem", base / "home"
     user_home.mkdir()
     with remem.open(home, env={"REMEM_EMBEDDING_MODEL": "hash"}) as m:
-        toks = {name: team.add_user(m.store, name) for name in ("alice", "bob", "carol", "dave")}
+        toks = {name: team.add_user(m.store, name) for name in ("alice", "bob", "carol", "dave", "erin", "frank")}
         team.add_team(m.store, "eng", ["alice", "bob"])
+        team.add_team(m.store, "web", ["erin", "frank"])
         m.add_turns([TurnIn(request=f"{SECRET_B} number {i}", reply="bob reply mango", owner="user:bob",
                              agent="codex", project="shop", session_id=f"bob-s{i}") for i in range(3)])
         m.add_turns(learned_turns("user:bob"))
+        m.add_turns(learned_turns("user:erin"))
         m.learn(owner="user:bob")
-        assert m.learned(owner="user:bob"), "bob has learned memories"
+        m.learn(owner="user:erin")
+        assert m.learned(owner="user:bob") and m.learned(owner="user:erin"), "bob and erin have learned memories"
         m.add("the home's own note about papaya", agent="cli")
     with Daemon(home, env={"HOME": str(user_home), "REMEM_AUTO_SYNC": "0"}) as d:
         clients = {n: httpx.Client(base_url=d.url, headers={"Authorization": f"Bearer {t}"}, timeout=30)
@@ -269,6 +272,27 @@ def test_sharing(rest):
     copy = a.post("/api/v1/share", json={"id": note, "team": "eng"}).json()["shared_id"]
     assert a.delete(f"/api/v1/memories/{note}").status_code == 200
     assert b.get(f"/api/v1/memories/{copy}").status_code == 200
+
+
+def test_sharing_a_learned_memory(rest):
+    erin, frank = rest["c"]["erin"], rest["c"]["frank"]
+    assert frank.get("/api/v1/learned", params={"status": "all"}).json()["items"] == []
+    mine = erin.get("/api/v1/learned", params={"status": "all"}).json()["items"]
+    bun = next(i for i in mine if "Use bun, not npm" in i["text"] and i["status"] == "active")
+    got = erin.post("/api/v1/share", json={"id": bun["id"], "team": "web"})
+    assert got.status_code == 200, got.text
+    assert got.json()["learned"]["status"] == "active" and len(got.json()["shared_turns"]) == len(bun["evidence"])
+    theirs = frank.get("/api/v1/learned").json()["items"]
+    assert (bun["id"], "team:web") in [(i["id"], i["owner"]) for i in theirs]
+    assert {i["owner"] for i in theirs} == {"team:web"}   # (what else those turns teach comes along: see docs)
+    assert "bun" in frank.post("/api/v1/recall/session-start", json={"project": "shop-web"}).text.lower()
+    assert frank.get(f"/api/v1/learned/{bun['id']}").json()["quotes"]          # evidence the team can read
+    assert frank.post(f"/api/v1/learned/{bun['id']}/lock").status_code == 404  # read by members, not curated
+    other = next((i for i in mine if i["status"] != "active"), None)
+    if other is not None:
+        assert erin.post("/api/v1/share", json={"id": other["id"], "team": "web"}).status_code == 404
+    assert rest["c"]["alice"].post("/api/v1/share", json={"id": bun["id"], "team": "eng"}).status_code == 404
+    assert "bun" not in json.dumps(rest["c"]["alice"].get("/api/v1/learned", params={"status": "all"}).json())
 
 
 def test_users_are_kept_off_the_homes_controls(rest):

@@ -238,3 +238,38 @@ def share_turn(mem: Remem, turn_id: str, team: str, *, principal: Principal,
     got = res.results[0]
     mem.store.audit.record("share", owner=source, target=turn_id, detail={"team": target, "copy": got.id})
     return {"id": turn_id, "team": target, "shared_id": got.id, "status": got.status}
+
+
+def share_learned(mem: Remem, memory_id: str, team: str, *, principal: Principal,
+                  owner: str | None = None) -> dict[str, Any]:
+    """Share an active learned memory with a team: its supporting evidence turns are shared (copies,
+    as ``share_turn``) and the team's learner runs on that project now, so the team holds the memory
+    as the team's own (the same id: it is derived from project, kind and key), earned from evidence
+    the team can read. Not a copy of the row: the team's learner owns the ``team:`` owner's learned
+    memories and would recompute or drop a row whose evidence it cannot see. An edit or lock of the
+    sharer's memory does not carry over (the team curates its own)."""
+    from .layers import service
+    from .scope import Scope
+
+    source = principal.writes(owner) if not principal.is_home else mem.owner_for(None, owner)
+    assert source is not None
+    target = principal.shares_to(team)
+    if principal.is_home and not mem.store.users.team_exists(target[len(TEAM_PREFIX):]):
+        raise TeamError(f"no team {target[len(TEAM_PREFIX):]}")
+    rec = mem.store.learned.get(Scope.of(source), memory_id)  # type: ignore[attr-defined]
+    if rec is None or rec.get("status") != "active":
+        raise LookupError(f"no active learned memory {memory_id} of {source}")
+    turn_ids = [e["turn_id"] for e in rec.get("evidence") or [] if not e.get("against")]
+    shared = [share_turn(mem, tid, team, principal=principal, owner=owner)
+              for tid in turn_ids if mem.get(tid, owner=source) is not None]
+    service.run(mem, Scope.of(target, project=rec.get("project") or None))
+    got = mem.store.learned.get(Scope.of(target), memory_id)  # type: ignore[attr-defined]
+    return {"id": memory_id, "team": target, "shared_turns": [s["shared_id"] for s in shared],
+            "learned": None if got is None else {"id": got["id"], "status": got["status"], "text": got["text"]}}
+
+
+def share(mem: Remem, memory_id: str, team: str, *, principal: Principal, owner: str | None = None
+          ) -> dict[str, Any]:
+    """``remem share ID --team T`` and ``POST /api/v1/share``: a learned memory (``m_…``) or a turn."""
+    fn = share_learned if memory_id.startswith("m_") else share_turn
+    return fn(mem, memory_id, team, principal=principal, owner=owner)

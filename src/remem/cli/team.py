@@ -149,7 +149,7 @@ def member_remove(ctx: click.Context, team_name: str, users: tuple[str, ...]) ->
 
 
 @click.command("share")
-@click.argument("turn_id")
+@click.argument("turn_id", metavar="ID")
 @click.option("--team", "team_name", required=True, metavar="TEAM", help="The team to share with.")
 @click.option("--owner", default=None, help="Whose turn it is (default: the configured owner).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -157,12 +157,20 @@ def member_remove(ctx: click.Context, team_name: str, users: tuple[str, ...]) ->
 @handle_errors
 def share(ctx: click.Context, turn_id: str, team_name: str, owner: str | None, as_json: bool) -> None:
     """Share turn TURN_ID with TEAM: a copy under team:TEAM with an id of its own (sharing twice adds
-    nothing; the private turn stays as it is). A user shares through the REST API (POST /api/v1/share)."""
+    nothing; the private turn stays as it is). An active learned memory (m_…) is shared by sharing its
+    evidence turns; the team's learner then holds it as the team's. A user shares through the REST
+    API (POST /api/v1/share)."""
     from .. import team as teams
 
-    got = teams.share_turn(open_mem(ctx), turn_id, team_name, principal=teams.Principal(), owner=owner)
+    got = teams.share(open_mem(ctx), turn_id, team_name, principal=teams.Principal(), owner=owner)
 
     def human(d: dict[str, Any]) -> None:
+        if "shared_turns" in d:
+            learned = d["learned"]
+            click.echo(f"{d['id']}: {count(len(d['shared_turns']), 'evidence turn')} shared with {d['team']}; "
+                       + (f"the team's memory is {learned['status']}" if learned else
+                          "the team's learner did not derive it (not enough evidence in the team's scope)"))
+            return
         verb = "already shared" if d["status"] == "duplicate" else "shared"
         click.echo(f"{d['id']} {verb} with {d['team']} as {d['shared_id']}")
 

@@ -189,11 +189,11 @@ class ShareBody(BaseModel):
     owner: str | None = None
 
 
-@router.post("/share", summary="Share one of your turns with a team you belong to (a copy under team:TEAM)")
+@router.post("/share", summary="Share one of your turns (t_…) or active learned memories (m_…) with a team")
 def share(mem: Mem, who: deps.Who, body: ShareBody) -> dict[str, Any]:
     from ... import team
 
-    return team.share_turn(mem, body.id, body.team, principal=who, owner=body.owner)
+    return team.share(mem, body.id, body.team, principal=who, owner=body.owner)
 
 
 @router.get("/me", summary="Who this token acts as: the home, or a user with its owners and teams")
