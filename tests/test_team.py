@@ -180,6 +180,17 @@ def test_writes_go_to_the_users_own_owner(rest):
     assert added.status_code == 201 and a.get(f"/api/v1/memories/{added.json()['id']}").json()["owner"] == "user:alice"
 
 
+def test_a_users_import_lands_in_its_own_memory(rest):
+    a = rest["c"]["alice"]
+    line = json.dumps({"request": "imported apricot note", "reply": "ok", "owner": "user:bob", "agent": "codex",
+                       "source_key": "imp:apricot"}) + "\n"
+    assert a.post("/api/v1/import", params={"owner": "user:bob"}, content=line).status_code == 403
+    assert a.post("/api/v1/import", content=line).json()["counts"]["added"] == 1
+    hits = a.get("/api/v1/memories/search", params={"q": "apricot"}).json()["results"]
+    assert [h["owner"] for h in hits] == ["user:alice"]
+    assert rest["c"]["bob"].get("/api/v1/memories/search", params={"q": "apricot"}).json()["results"] == []
+
+
 def test_alice_cannot_read_bobs_private_memory_on_any_face(rest):
     a = rest["c"]["alice"]
     bob_ids = _bob_ids(rest)

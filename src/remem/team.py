@@ -40,6 +40,10 @@ class TeamError(RememError, ValueError):
     """A bad user or team name, an unknown user or team, a name already taken."""
 
 
+class NotFound(LookupError, RememError):
+    """No memory of that id in the sharer's own scope (REST: 404, LookupError first in the MRO)."""
+
+
 class OwnerRefused(RememError, PermissionError):
     """A user's request named an owner it may not read or write (the REST API answers 403)."""
 
@@ -147,6 +151,20 @@ def add_user(store: WriteStore, name: str) -> str:
     return token
 
 
+def new_user_token(store: WriteStore, name: str, *, replace: bool = False) -> tuple[str, int]:
+    """Another token for an existing user, to be shown once; ``replace`` revokes its others (a
+    rotation). Returns the token and how many were revoked."""
+    name = check_name(name, "user name")
+    token = new_token()
+    with store.transaction():
+        if not store.users.user_exists(name):
+            raise TeamError(f"no user {name}")
+        store.users.add_token(name, token_hash(token), session_hash(token))
+        revoked = store.users.revoke_tokens(name, keep=token_hash(token)) if replace else 0
+        store.audit.record("user_token", target=name, detail={"revoked": revoked})
+    return token, revoked
+
+
 def remove_user(store: WriteStore, name: str) -> None:
     """Remove a user and revoke its tokens (its memories stay until forgotten)."""
     name = check_name(name, "user name")
@@ -223,7 +241,7 @@ def share_turn(mem: Remem, turn_id: str, team: str, *, principal: Principal,
         raise TeamError(f"no team {target[len(TEAM_PREFIX):]}")  # a user's teams come from the store
     row = mem.get(turn_id, owner=source)
     if row is None:
-        raise LookupError(f"no memory {turn_id} of {source}")
+        raise NotFound(f"no memory {turn_id} of {source}")
     actions = [ToolCall(name=a.get("name", ""), input=a.get("input", ""), output=a.get("output", ""),
                         is_error=bool(a.get("is_error")), call_id=a.get("call_id", ""))
                for a in row.get("actions") or [] if isinstance(a, dict)]
@@ -258,7 +276,7 @@ def share_learned(mem: Remem, memory_id: str, team: str, *, principal: Principal
         raise TeamError(f"no team {target[len(TEAM_PREFIX):]}")
     rec = mem.store.learned.get(Scope.of(source), memory_id)  # type: ignore[attr-defined]
     if rec is None or rec.get("status") != "active":
-        raise LookupError(f"no active learned memory {memory_id} of {source}")
+        raise NotFound(f"no active learned memory {memory_id} of {source}")
     turn_ids = [e["turn_id"] for e in rec.get("evidence") or [] if not e.get("against")]
     shared = [share_turn(mem, tid, team, principal=principal, owner=owner)
               for tid in turn_ids if mem.get(tid, owner=source) is not None]

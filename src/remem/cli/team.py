@@ -62,6 +62,27 @@ def user_list(ctx: click.Context, as_json: bool) -> None:
     emit(rows, as_json, human)
 
 
+@user.command("token")
+@click.argument("name")
+@click.option("--replace", is_flag=True, help="Revoke the user's other tokens (a rotation).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def user_token(ctx: click.Context, name: str, replace: bool, as_json: bool) -> None:
+    """Print a new token for user NAME (shown once); with --replace its other tokens stop working."""
+    from .. import team as teams
+
+    token, revoked = teams.new_user_token(open_mem(ctx).store, name, replace=replace)
+    data = {"user": name.strip(), "token": token, "revoked": revoked}
+
+    def human(d: dict[str, Any]) -> None:
+        click.echo(f"a new token for {d['user']}" + (f" ({count(d['revoked'], 'other token')} revoked)"
+                                                       if replace else "") + ", shown only this once:")
+        click.echo(d["token"])
+
+    emit(data, as_json, human)
+
+
 @user.command("remove")
 @click.argument("name")
 @click.pass_context

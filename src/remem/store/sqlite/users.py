@@ -38,8 +38,14 @@ class SqliteUsers:
         return True
 
     def add_token(self, name: str, token_hash: str, session_hash: str, now: float | None = None) -> None:
+        """Another token of an existing user (inside the caller's transaction when there is one)."""
         self._db.execute("INSERT INTO user_tokens (token_hash, session_hash, user_name, created_at) "
                          "VALUES (?,?,?,?)", (token_hash, session_hash, name, now or time.time()))
+
+    def revoke_tokens(self, name: str, *, keep: str = "") -> int:
+        """Delete a user's tokens except the one whose hash is ``keep``; how many were revoked."""
+        return int(self._db.execute("DELETE FROM user_tokens WHERE user_name = ? AND token_hash <> ?",
+                                    (name, keep)).rowcount or 0)
 
     def remove_user(self, name: str) -> bool:
         """Drop a user, its tokens (revoked at once: every request looks its token up) and memberships.
