@@ -65,6 +65,7 @@ USER_ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("POST", "learned/events/[0-9]+/rollback"),
         ("GET", "packets"), ("POST", "packets/[0-9]+/feedback"),
     ))
+USER_PAGES = ("/",)  # the viewer's page (its code under /static/ is public)
 SECURITY_HEADERS = [
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
@@ -91,8 +92,10 @@ def session_value(token: str) -> str:
 
 
 def user_may(method: str, path: str) -> bool:
-    """Whether a user's token may call this route (``USER_ROUTES``; HEAD as GET)."""
+    """Whether a user's token may call this route (``USER_ROUTES``, and the viewer's page; HEAD as GET)."""
     method = "GET" if method == "HEAD" else method
+    if path in USER_PAGES:
+        return method == "GET"
     return any(m == method and rx.fullmatch(path) for m, rx in USER_ROUTES)
 
 
