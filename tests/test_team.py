@@ -224,7 +224,9 @@ def test_alice_cannot_read_bobs_private_memory_on_any_face(rest):
     for item in bob_learned:
         assert a.get(f"/api/v1/learned/{item['id']}").status_code == 404
         assert a.post(f"/api/v1/learned/{item['id']}/approve").status_code == 404
-    assert "mango" not in a.get("/api/v1/stats").text and a.get("/api/v1/stats").json()["turns"] >= 3
+    stats = a.get("/api/v1/stats").json()
+    assert "mango" not in json.dumps(stats) and stats["turns"] >= 3 and stats["owners"] == ["user:alice", "team:eng"]
+    assert "home" not in stats and "vectors" not in stats             # the installation's facts stay the home's
     # asking for bob's owner is refused, never answered with a narrower or wider scope
     for path in ("/api/v1/memories", "/api/v1/memories/search?q=mango", "/api/v1/sessions", "/api/v1/stats",
                  "/api/v1/export/jsonl", "/api/v1/learned", "/api/v1/packets", f"/api/v1/memories/{bob_ids[0]}"):

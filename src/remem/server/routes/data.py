@@ -57,7 +57,11 @@ def _unlink(path: str) -> None:
 
 @router.get("/stats", summary="Counts by agent, status and embedding state; database size")
 def stats(mem: Mem, who: deps.Who, owner: str | None = None) -> dict[str, Any]:
-    return mem.stats(owner=deps.owners(who, owner))
+    out = mem.stats(owner=deps.owners(who, owner))
+    if not who.is_home:  # a user sees the counts of its own scope, not the installation's
+        for key in ("vectors", "jobs_pending", "database_bytes", "home"):
+            out.pop(key, None)
+    return out
 
 
 @router.get("/export/jsonl", summary="Export memories as JSONL (download)")
