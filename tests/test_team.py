@@ -76,6 +76,24 @@ def test_the_home_reads_and_writes_as_before():
         ALICE.shares_to("ops")
 
 
+@pytest.mark.parametrize("method, path, ok", [
+    ("GET", "/", True), ("POST", "/", False), ("GET", "/api/v1/memories", True), ("HEAD", "/api/v1/memories", True),
+    ("GET", "/api/v1/memories/t_1", True), ("DELETE", "/api/v1/memories/t_1", True),
+    ("GET", "/api/v1/memories/t_1/x", False), ("GET", "/api/v1/memories/", False),
+    ("POST", "/api/v1/share", True), ("GET", "/api/v1/me", True),
+    ("POST", "/api/v1/learned/m_1/approve", True), ("POST", "/api/v1/learned/m_1/explode", False),
+    ("POST", "/api/v1/learned/events/3/rollback", True), ("POST", "/api/v1/packets/7/feedback", True),
+    ("GET", "/api/v1/config", False), ("PATCH", "/api/v1/config", False), ("GET", "/api/v1/status", False),
+    ("GET", "/api/v1/events", False), ("GET", "/api/v1/export/sqlite", False), ("POST", "/api/v1/data/clear", False),
+    ("GET", "/api/v1/openapi.json", False), ("GET", "/api/v1/jobs", False), ("POST", "/api/v1/sources/sync", False),
+    ("GET", "/api/v1/memoriesX", False), ("GET", "/api/v2/memories", False),
+])
+def test_which_routes_a_user_token_reaches(method, path, ok):
+    from remem.server.security import user_may
+
+    assert user_may(method, path) is ok
+
+
 def test_tokens_and_cookies_are_stored_as_hashes():
     tok = team.new_token()
     assert tok.startswith("rmu_") and len(tok) > 40 and tok != team.new_token()
