@@ -1,5 +1,6 @@
 """The viewer in a real browser logged in with a user's token (team use): the Memories page lists that
-user's own and its teams' memories, never another user's; the owner picker offers exactly those owners."""
+user's own and its teams' memories, never another user's; the owner picker offers exactly those owners;
+the pages of the daemon's controls are not offered."""
 
 from __future__ import annotations
 
@@ -54,8 +55,15 @@ def test_viewer_login_with_a_user_token(tmp_path):
         assert "bob plum" not in listed and "home lime" not in listed
         cookies = {c["name"]: c["value"] for c in page.context.cookies()}
         assert cookies["remem_session"] == team.session_of(alice) and alice not in cookies["remem_session"]
-        # the home's controls answer 403 (the incognito switch, live job events); nothing else failed
-        assert {e.split(" ", 1)[1].split("/api/v1", 1)[-1] for e in errors if e[:1].isdigit()} <= {"/privacy", "/events"}
+        page.wait_for_selector("#signed-in")
+        assert page.inner_text("#signed-in") == "Signed in as alice"
+        assert page.eval_on_selector_all("nav.nav a", "els => els.map(e => e.dataset.page)") == \
+            ["memories", "timeline", "learned"]                         # the daemon's controls are the home's
+        assert page.inner_text("#incognito-slot") == ""
+        page.goto(d.url + "/#/settings")                                  # a home page's address: Memories instead
+        page.wait_for_selector("#memory-list .item")
+        # only the live job events (the home's) answered 403; nothing else failed
+        assert {e.split(" ", 1)[1].split("/api/v1", 1)[-1] for e in errors if e[:1].isdigit()} <= {"/events"}
         owners = page.evaluate("fetch('/api/v1/owners').then(r => r.json())")
         assert owners == {"default": "user:alice", "owners": ["user:alice", "team:eng"]}
         b.close()
