@@ -225,6 +225,19 @@ def share_key(turn_id: str) -> str:
     return f"share:{turn_id}"
 
 
+def _share_ends(mem: Remem, principal: Principal, team: str, owner: str | None) -> tuple[str, str]:
+    """(the owner shared from, the team owner shared to): a user shares its own with its teams; the
+    home shares ``owner``'s (default: the configured owner) with any team that exists."""
+    target = principal.shares_to(team)
+    if principal.is_home:
+        if not mem.store.users.team_exists(target[len(TEAM_PREFIX):]):
+            raise TeamError(f"no team {target[len(TEAM_PREFIX):]}")  # a user's teams come from the store
+        return mem.owner_for(None, owner), target
+    source = principal.writes(owner)
+    assert source is not None
+    return source, target
+
+
 def share_turn(mem: Remem, turn_id: str, team: str, *, principal: Principal,
                owner: str | None = None) -> dict[str, Any]:
     """Copy one of the principal's own turns to a team it belongs to, through the one write path.
@@ -234,11 +247,7 @@ def share_turn(mem: Remem, turn_id: str, team: str, *, principal: Principal,
     The home token shares a turn of ``owner`` (default: the configured owner) to any existing team."""
     from .model import ToolCall, TurnIn
 
-    source = principal.writes(owner) if not principal.is_home else mem.owner_for(None, owner)
-    assert source is not None
-    target = principal.shares_to(team)
-    if principal.is_home and not mem.store.users.team_exists(target[len(TEAM_PREFIX):]):
-        raise TeamError(f"no team {target[len(TEAM_PREFIX):]}")  # a user's teams come from the store
+    source, target = _share_ends(mem, principal, team, owner)
     row = mem.get(turn_id, owner=source)
     if row is None:
         raise NotFound(f"no memory {turn_id} of {source}")
@@ -269,11 +278,7 @@ def share_learned(mem: Remem, memory_id: str, team: str, *, principal: Principal
     from .layers import service
     from .scope import Scope
 
-    source = principal.writes(owner) if not principal.is_home else mem.owner_for(None, owner)
-    assert source is not None
-    target = principal.shares_to(team)
-    if principal.is_home and not mem.store.users.team_exists(target[len(TEAM_PREFIX):]):
-        raise TeamError(f"no team {target[len(TEAM_PREFIX):]}")
+    source, target = _share_ends(mem, principal, team, owner)
     rec = mem.store.learned.get(Scope.of(source), memory_id)  # type: ignore[attr-defined]
     if rec is None or rec.get("status") != "active":
         raise NotFound(f"no active learned memory {memory_id} of {source}")
