@@ -61,9 +61,9 @@ def register_job_kinds(register: Register) -> None:
 
 @hookimpl
 def register_commands(register: Register) -> None:
-    from .cli import bench, data, hooks, learned, memory, plugins, privacy, recall, service, sync
+    from .cli import bench, data, hooks, learned, memory, plugins, privacy, recall, service, sync, team
 
-    for mod in (memory, data, sync, recall, service, hooks, bench, learned, plugins, privacy):
+    for mod in (memory, data, sync, recall, service, hooks, bench, learned, plugins, privacy, team):
         for command in mod.COMMANDS:
             register(command)
 

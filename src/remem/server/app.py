@@ -15,6 +15,7 @@ from ..errors import RememError
 from ..ingest.normalize import InputError
 from ..scope import ScopeError
 from ..store import ENGINE_ERRORS, StoreError
+from ..team import OwnerRefused, Principal, principal_of
 from . import API_PREFIX, optional, security
 from .jobs import QueueFull
 from .routes import data, integrations, learned, memories, sources, system
@@ -58,8 +59,17 @@ def create_app(state: DaemonState) -> FastAPI:
     app.mount("/static", StaticFiles(directory=VIEWER), name="static")
     _errors(app)
     allowed = security.LOOPBACK_HOSTS | {state.host.lower()} if _loopback(state.host) else None
-    app.add_middleware(security.Guard, token=state.token, allowed_hosts=allowed)  # type: ignore[arg-type]
+    app.add_middleware(security.Guard, token=state.token, allowed_hosts=allowed,  # type: ignore[arg-type]
+                       users=lambda token, cookie: _user(state, token, cookie))
     return app
+
+
+def _user(state: DaemonState, token: str, cookie: str) -> Principal | None:
+    """The user of a token that is not the home's (team use), looked up in the store on every request:
+    a removed user's token stops working at once, also when another process removed it."""
+    if state.mem is None:
+        return None
+    return principal_of(state.mem.store, token=token, cookie=cookie)
 
 
 def _login_html(token_path: Path) -> str:
@@ -101,6 +111,9 @@ def _errors(app: FastAPI) -> None:
         log.error("database error: %s", e)
         return reply(503, f"database error: {e}")
 
+    async def refused(_r: Request, e: Exception) -> JSONResponse:
+        return reply(403, str(e))
+
     async def busy(_r: Request, e: Exception) -> JSONResponse:
         return JSONResponse({"detail": str(e)}, status_code=429, headers={"retry-after": "10"})
 
@@ -118,6 +131,7 @@ def _errors(app: FastAPI) -> None:
     # classes below answer with their own status); every other exception is a bug: a 500 and its traceback
     for exc in (RememError, InputError, ConfigError, ScopeError, ValueError):
         app.add_exception_handler(exc, bad_request)
+    app.add_exception_handler(OwnerRefused, refused)  # a user asked for another owner: 403 (its MRO wins)
     app.add_exception_handler(OverflowError, out_of_range)
     app.add_exception_handler(RecursionError, too_deep)
     app.add_exception_handler(LookupError, not_found)

@@ -16,6 +16,7 @@ Areas (one attribute of ``Store`` each, filled in as the code moves behind them)
 - ``audit``       the audit trail of user actions (forget, clear, import)
 - ``tombstones``  what the user forgot, checked on every write
 - ``maintenance`` integrity checks, vacuum, copy to a file, sizes
+- ``users``       the server's users, token hashes and teams (team use, ``remem.team``)
 """
 
 from __future__ import annotations
@@ -321,6 +322,41 @@ class Maintenance(Protocol):
     def size_bytes(self) -> int: ...
 
 
+class Users(Protocol):
+    """The server's users, their tokens (sha256 hashes only) and teams. Not scoped by owner: these
+    rows decide which owners a request may read (``remem.team.Principal``)."""
+
+    def add_user(self, name: str, token_hash: str, session_hash: str, now: float | None = None) -> bool: ...
+
+    def add_token(self, name: str, token_hash: str, session_hash: str, now: float | None = None) -> None: ...
+
+    def revoke_tokens(self, name: str, *, keep: str = "") -> int: ...
+
+    def remove_user(self, name: str) -> bool: ...
+
+    def user_exists(self, name: str) -> bool: ...
+
+    def users(self) -> builtins.list[dict[str, Any]]: ...
+
+    def user_of(self, *, token_hash: str = "", session_hash: str = "") -> str | None: ...
+
+    def add_team(self, name: str, members: builtins.list[str], now: float | None = None) -> bool: ...
+
+    def remove_team(self, name: str) -> bool: ...
+
+    def team_exists(self, name: str) -> bool: ...
+
+    def add_members(self, team: str, members: builtins.list[str], now: float | None = None) -> int: ...
+
+    def remove_members(self, team: str, members: builtins.list[str]) -> int: ...
+
+    def missing_users(self, names: builtins.list[str]) -> builtins.list[str]: ...
+
+    def teams(self) -> builtins.list[dict[str, Any]]: ...
+
+    def teams_of(self, user: str) -> builtins.list[str]: ...
+
+
 class VectorWrites(Protocol):
     def put_many(self, rows: list[tuple[str, str, str, str, int, bytes, str, str, str, str]]) -> None: ...
 
@@ -337,6 +373,7 @@ class WriteStore(Store, Protocol):
     tombstones: Tombstones
     maintenance: Maintenance
     vectors: VectorWrites
+    users: Users
 
 
 # -- recall: candidates, text, vectors (read side), entities (recallctx) --

@@ -56,15 +56,19 @@ def _unlink(path: str) -> None:
 
 
 @router.get("/stats", summary="Counts by agent, status and embedding state; database size")
-def stats(mem: Mem, owner: str | None = None) -> dict[str, Any]:
-    return mem.stats(owner=deps.owners(owner))
+def stats(mem: Mem, who: deps.Who, owner: str | None = None) -> dict[str, Any]:
+    out = mem.stats(owner=deps.owners(who, owner))
+    if not who.is_home:  # a user sees the counts of its own scope, not the installation's
+        for key in ("vectors", "jobs_pending", "database_bytes", "home"):
+            out.pop(key, None)
+    return out
 
 
 @router.get("/export/jsonl", summary="Export memories as JSONL (download)")
-def export_jsonl(mem: Mem, owner: str | None = None) -> FileResponse:
+def export_jsonl(mem: Mem, who: deps.Who, owner: str | None = None) -> FileResponse:
     fd, path = tempfile.mkstemp(prefix="export-", suffix=".jsonl", dir=_tmp_dir(mem))
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        mem.export_jsonl(f, owner=deps.owners(owner))
+        mem.export_jsonl(f, owner=deps.owners(who, owner))
     return FileResponse(path, media_type="application/x-ndjson", filename="remem-export.jsonl",
                         background=BackgroundTask(_unlink, path))
 
@@ -82,6 +86,7 @@ async def import_jsonl(request: Request, owner: str | None = None) -> dict[str, 
     from starlette.concurrency import run_in_threadpool
 
     mem = deps.mem(request)
+    owner = deps.own(deps.principal(request), owner)  # a user imports into its own memory only
     fd, path = tempfile.mkstemp(prefix="import-", suffix=".jsonl", dir=_tmp_dir(mem))
     try:
         with os.fdopen(fd, "wb") as f:
@@ -265,9 +270,9 @@ def doctor(mem: Mem, embedder: bool = False) -> dict[str, Any]:
 
 
 @router.post("/recall/turn-start", summary="The memory packet an agent gets before it answers")
-def turn_start(mem: Mem, body: TurnStartBody) -> dict[str, Any]:
+def turn_start(mem: Mem, who: deps.Who, body: TurnStartBody) -> dict[str, Any]:
     t0 = time.perf_counter()
-    packet = mem.turn_start(body.prompt, owner=deps.owners(body.owner), agent=body.agent or None,
+    packet = mem.turn_start(body.prompt, owner=deps.owners(who, body.owner), agent=body.agent or None,
                             project=body.project or None, budget=body.budget, session=body.session_id or None,
                             core_shown=body.core_shown)
     packet = dict(packet)
@@ -276,6 +281,6 @@ def turn_start(mem: Mem, body: TurnStartBody) -> dict[str, Any]:
 
 
 @router.post("/recall/session-start", summary="The project's core facts for a session's start context")
-def session_start(mem: Mem, body: SessionStartBody) -> dict[str, Any]:
-    return mem.session_start(project=body.project, owner=deps.owners(body.owner), agent=body.agent or None,
+def session_start(mem: Mem, who: deps.Who, body: SessionStartBody) -> dict[str, Any]:
+    return mem.session_start(project=body.project, owner=deps.owners(who, body.owner), agent=body.agent or None,
                              budget=body.budget)

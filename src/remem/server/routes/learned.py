@@ -30,6 +30,12 @@ class ThumbBody(BaseModel):
     note: str = Field("", max_length=500)
 
 
+def _changes(who: deps.Principal, owner: str | None) -> str | list[str] | None:
+    """The owners a change (a thumb, an edit, a decision, a learn) may touch: a user's own only, so a
+    team's learned memories are read by its members but curated by the home for now."""
+    return deps.owners(who, owner) if who.is_home else deps.own(who, owner)
+
+
 def _call(fn: Any, *args: Any, **kw: Any) -> Any:
     try:
         return fn(*args, **kw)
@@ -38,74 +44,75 @@ def _call(fn: Any, *args: Any, **kw: Any) -> Any:
 
 
 @router.get("/packets", summary="The newest packets handed to agents, with their items (ids resolved in scope)")
-def list_packets(mem: Mem, project: str | None = None, session: str | None = None, owner: str | None = None,
+def list_packets(mem: Mem, who: deps.Who, project: str | None = None, session: str | None = None, owner: str | None = None,
                  limit: int = Query(20, ge=1, le=200)) -> dict[str, Any]:
-    scope = mem.scope(deps.owners(owner), project=project or None)
+    scope = mem.scope(deps.owners(who, owner), project=project or None)
     return {"items": _call(packets.recent, mem, scope, session=session or None, limit=limit)}
 
 
 @router.post("/packets/{packet_id}/feedback", summary="A thumb up or down on one item of a packet")
-def thumb_packet(mem: Mem, packet_id: Annotated[int, deps.Path(ge=1, le=deps.INT64)], body: ThumbBody,
+def thumb_packet(mem: Mem, who: deps.Who, packet_id: Annotated[int, deps.Path(ge=1, le=deps.INT64)], body: ThumbBody,
                  owner: str | None = None) -> dict[str, Any]:
-    return _call(packets.thumb, mem, mem.scope(deps.owners(owner)), packet_id,  # type: ignore[no-any-return]
+    return _call(packets.thumb, mem, mem.scope(_changes(who, owner)), packet_id,  # type: ignore[no-any-return]
                  body.item, body.verdict, body.note)
 
 
 @router.get("/learned", summary="Learned memories in scope (status: a lifecycle state, review or all)")
-def list_learned(mem: Mem, project: str | None = None, status: str = "active", kind: str | None = None,
+def list_learned(mem: Mem, who: deps.Who, project: str | None = None, status: str = "active", kind: str | None = None,
                  owner: str | None = None, limit: int = Query(500, ge=1, le=5000)) -> dict[str, Any]:
-    items = mem.learned(project=project or None, status=status, kind=kind or None, owner=deps.owners(owner))
+    items = mem.learned(project=project or None, status=status, kind=kind or None, owner=deps.owners(who, owner))
     return {"items": items[:limit], "total": len(items)}
 
 
 @router.post("/learned/learn", summary="Run the learner now (what `remem learn` does)")
-def learn_now(mem: Mem, project: str | None = None, rebuild: bool = False, owner: str | None = None
+def learn_now(mem: Mem, who: deps.Who, project: str | None = None, rebuild: bool = False, owner: str | None = None
               ) -> dict[str, Any]:
-    return mem.learn(project=project or None, rebuild=rebuild, owner=deps.owners(owner))
+    return mem.learn(project=project or None, rebuild=rebuild, owner=_changes(who, owner))
 
 
 @router.get("/learned/{memory_id}", summary="One learned memory with its evidence turns quoted")
-def show_learned(mem: Mem, memory_id: str, owner: str | None = None) -> dict[str, Any]:
-    return _call(service.show, mem, mem.scope(deps.owners(owner)), memory_id)  # type: ignore[no-any-return]
+def show_learned(mem: Mem, who: deps.Who, memory_id: str, owner: str | None = None) -> dict[str, Any]:
+    return _call(service.show, mem, mem.scope(deps.owners(who, owner)), memory_id)  # type: ignore[no-any-return]
 
 
 @router.get("/learned/{memory_id}/history", summary="Every change of one learned memory, oldest first")
-def learned_history(mem: Mem, memory_id: str, owner: str | None = None) -> dict[str, Any]:
-    return {"events": _call(service.history, mem, mem.scope(deps.owners(owner)), memory_id)}
+def learned_history(mem: Mem, who: deps.Who, memory_id: str, owner: str | None = None) -> dict[str, Any]:
+    return {"events": _call(service.history, mem, mem.scope(deps.owners(who, owner)), memory_id)}
 
 
 @router.post("/learned/{memory_id}/edit", summary="Rewrite a learned memory's text (locks it)")
-def edit_learned(mem: Mem, memory_id: str, body: EditBody, owner: str | None = None) -> dict[str, Any]:
-    return _call(service.act, mem, mem.scope(deps.owners(owner)), memory_id,  # type: ignore[no-any-return]
+def edit_learned(mem: Mem, who: deps.Who, memory_id: str, body: EditBody, owner: str | None = None) -> dict[str, Any]:
+    return _call(service.act, mem, mem.scope(_changes(who, owner)), memory_id,  # type: ignore[no-any-return]
                  "edit", text=body.text)
 
 
 @router.post("/learned/{memory_id}/feedback", summary="A verdict: good → approve, bad → reject, outdated → archive")
-def feedback_learned(mem: Mem, memory_id: str, body: FeedbackBody, owner: str | None = None) -> dict[str, Any]:
-    return _call(service.feedback, mem, mem.scope(deps.owners(owner)), memory_id,  # type: ignore[no-any-return]
+def feedback_learned(mem: Mem, who: deps.Who, memory_id: str, body: FeedbackBody, owner: str | None = None) -> dict[str, Any]:
+    return _call(service.feedback, mem, mem.scope(_changes(who, owner)), memory_id,  # type: ignore[no-any-return]
                  body.verdict, body.note, actor="user")
 
 
 @router.post("/learned/{memory_id}/delete", summary="Delete a learned memory: soft (restorable for "
              "learn.retention.deleted_days) or, with hard=true, for good (never learned again)")
-def delete_learned(mem: Mem, memory_id: str, hard: bool = False, owner: str | None = None) -> dict[str, Any]:
-    return _call(service.delete, mem, mem.scope(deps.owners(owner)), memory_id,  # type: ignore[no-any-return]
+def delete_learned(mem: Mem, who: deps.Who, memory_id: str, hard: bool = False,
+                   owner: str | None = None) -> dict[str, Any]:
+    return _call(service.delete, mem, mem.scope(_changes(who, owner)), memory_id,  # type: ignore[no-any-return]
                  hard=hard)
 
 
 @router.post("/learned/{memory_id}/restore", summary="Undo a soft delete (within learn.retention.deleted_days) "
              "or an archive (the memory is approved: decay leaves it be)")
-def restore_learned(mem: Mem, memory_id: str, owner: str | None = None) -> dict[str, Any]:
-    return _call(service.act, mem, mem.scope(deps.owners(owner)), memory_id,  # type: ignore[no-any-return]
+def restore_learned(mem: Mem, who: deps.Who, memory_id: str, owner: str | None = None) -> dict[str, Any]:
+    return _call(service.act, mem, mem.scope(_changes(who, owner)), memory_id,  # type: ignore[no-any-return]
                  "restore")
 
 
 @router.post("/learned/events/{event_id}/rollback", summary="Put a memory back as it was before this event")
-def rollback_learned(mem: Mem, event_id: Annotated[int, deps.Path(ge=1, le=deps.INT64)],
+def rollback_learned(mem: Mem, who: deps.Who, event_id: Annotated[int, deps.Path(ge=1, le=deps.INT64)],
                      owner: str | None = None) -> dict[str, Any]:
-    return _call(service.rollback, mem, mem.scope(deps.owners(owner)), event_id)  # type: ignore[no-any-return]
+    return _call(service.rollback, mem, mem.scope(_changes(who, owner)), event_id)  # type: ignore[no-any-return]
 
 
 @router.post("/learned/{memory_id}/{action}", summary="approve, reject, archive, lock, unlock or forget")
-def decide_learned(mem: Mem, memory_id: str, action: Action, owner: str | None = None) -> dict[str, Any]:
-    return _call(service.act, mem, mem.scope(deps.owners(owner)), memory_id, action)  # type: ignore[no-any-return]
+def decide_learned(mem: Mem, who: deps.Who, memory_id: str, action: Action, owner: str | None = None) -> dict[str, Any]:
+    return _call(service.act, mem, mem.scope(_changes(who, owner)), memory_id, action)  # type: ignore[no-any-return]

@@ -80,12 +80,12 @@ class TurnsBody(BaseModel):
     live: bool = True
 
 
-def _search(mem: Remem, query: str, k: int, owner: str | None, agent: str | None,
+def _search(mem: Remem, who: deps.Principal, query: str, k: int, owner: str | None, agent: str | None,
             project: str | None) -> dict[str, Any]:
     if not query.strip():
         raise HTTPException(400, "query is empty")
     t0 = time.perf_counter()
-    scope = mem.scope(deps.owners(owner), agent=agent or None, project=project or None)
+    scope = mem.scope(deps.owners(who, owner), agent=agent or None, project=project or None)
     results = mem.search(query, scope=scope, k=k, explain=True)
     took = round((time.perf_counter() - t0) * 1000, 2)
     # the viewer shows when a turn happened and which tools it used; fill those in one scoped read
@@ -102,41 +102,41 @@ def _search(mem: Remem, query: str, k: int, owner: str | None, agent: str | None
 
 
 @router.get("/memories", summary="List memories, newest first")
-def list_memories(mem: Mem, owner: str | None = None, agent: str | None = None, project: str | None = None,
+def list_memories(mem: Mem, who: deps.Who, owner: str | None = None, agent: str | None = None, project: str | None = None,
                   since: float | None = None, until: float | None = None, kind: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=500)] = 50,
                   offset: deps.Offset = 0) -> dict[str, Any]:
-    rows = mem.list(owner=deps.owners(owner), agent=agent or None, project=project or None, since=since,
+    rows = mem.list(owner=deps.owners(who, owner), agent=agent or None, project=project or None, since=since,
                     until=until, kind=kind or None, limit=limit, offset=offset)
     return {"items": [preview(r) for r in rows], "limit": limit, "offset": offset,
             "next_offset": offset + len(rows) if len(rows) == limit else None}
 
 
 @router.get("/memories/search", summary="Hybrid search (with why each result matched)")
-def search_get(mem: Mem, q: Annotated[str, Query(min_length=1, max_length=10_000)],
+def search_get(mem: Mem, who: deps.Who, q: Annotated[str, Query(min_length=1, max_length=10_000)],
                k: Annotated[int, Query(ge=1, le=200)] = 10, owner: str | None = None, agent: str | None = None,
                project: str | None = None) -> dict[str, Any]:
-    return _search(mem, q, k, owner, agent, project)
+    return _search(mem, who, q, k, owner, agent, project)
 
 
 @router.post("/memories/search", summary="Hybrid search with a JSON body")
-def search_post(mem: Mem, body: SearchBody) -> dict[str, Any]:
-    return _search(mem, body.query, body.k, body.owner, body.agent, body.project)
+def search_post(mem: Mem, who: deps.Who, body: SearchBody) -> dict[str, Any]:
+    return _search(mem, who, body.query, body.k, body.owner, body.agent, body.project)
 
 
 @router.post("/memories", status_code=201, summary="Store one memory")
-def add_memory(mem: Mem, body: AddBody) -> dict[str, Any]:
-    res = mem.add(body.text, owner=body.owner, agent=body.agent, project=body.project, session=body.session,
+def add_memory(mem: Mem, who: deps.Who, body: AddBody) -> dict[str, Any]:
+    res = mem.add(body.text, owner=deps.own(who, body.owner), agent=body.agent, project=body.project, session=body.session,
                   reply=body.reply, tags=body.tags, importance=body.importance)
     return res.to_dict()
 
 
 @router.post("/turns", summary="Capture complete turns (hooks and plugins)")
-def add_turns(mem: Mem, body: TurnsBody) -> dict[str, Any]:
+def add_turns(mem: Mem, who: deps.Who, body: TurnsBody) -> dict[str, Any]:
     turns = []
     for t in body.turns:
         turns.append(TurnIn(
-            request=t.request, reply=t.reply, agent=t.agent, owner=mem.owner_for(t.agent, t.owner),
+            request=t.request, reply=t.reply, agent=t.agent, owner=mem.owner_for(t.agent, deps.own(who, t.owner)),
             actions=[ToolCall(name=a.name, input=a.input, output=a.output, is_error=a.is_error, call_id=a.call_id)
                      for a in t.actions],
             project=t.project, session_id=t.session_id, source_key=t.source_key, status=t.status,
@@ -146,16 +146,17 @@ def add_turns(mem: Mem, body: TurnsBody) -> dict[str, Any]:
 
 
 @router.get("/memories/{memory_id}", summary="One whole memory with its tool trajectory")
-def get_memory(mem: Mem, memory_id: str, owner: str | None = None) -> dict[str, Any]:
-    rec = mem.get(memory_id, owner=deps.owners(owner))
+def get_memory(mem: Mem, who: deps.Who, memory_id: str, owner: str | None = None) -> dict[str, Any]:
+    rec = mem.get(memory_id, owner=deps.owners(who, owner))
     if rec is None:
         raise HTTPException(404, f"no memory {memory_id} in this scope")
     return rec
 
 
 @router.delete("/memories/{memory_id}", summary="Forget a memory and what was derived from it")
-def delete_memory(mem: Mem, memory_id: str, owner: str | None = None) -> dict[str, Any]:
-    gone = mem.forget(ids=[memory_id], owner=deps.owners(owner))
+def delete_memory(mem: Mem, who: deps.Who, memory_id: str, owner: str | None = None) -> dict[str, Any]:
+    asked = deps.owners(who, owner) if who.is_home else deps.own(who, owner)  # a user forgets its own only
+    gone = mem.forget(ids=[memory_id], owner=asked)
     if not gone:
         raise HTTPException(404, f"no memory {memory_id} in this scope")
     return {"forgotten": len(gone), "ids": gone,
@@ -163,9 +164,9 @@ def delete_memory(mem: Mem, memory_id: str, owner: str | None = None) -> dict[st
 
 
 @router.get("/sessions", summary="Sessions in scope, most recently active first")
-def list_sessions(mem: Mem, owner: str | None = None, agent: str | None = None, project: str | None = None,
+def list_sessions(mem: Mem, who: deps.Who, owner: str | None = None, agent: str | None = None, project: str | None = None,
                   limit: int = Query(100, ge=1, le=1000), offset: deps.Offset = 0) -> dict[str, Any]:
-    items = mem.sessions(owner=deps.owners(owner), agent=agent or None, project=project or None, limit=limit,
+    items = mem.sessions(owner=deps.owners(who, owner), agent=agent or None, project=project or None, limit=limit,
                          offset=offset)
     for s in items:
         s["turns"] = s.pop("turn_count")
@@ -176,14 +177,37 @@ def list_sessions(mem: Mem, owner: str | None = None, agent: str | None = None, 
 
 
 @router.get("/sessions/{session_id}/timeline", summary="A session's turns in order")
-def session_timeline(mem: Mem, session_id: str, owner: str | None = None,
+def session_timeline(mem: Mem, who: deps.Who, session_id: str, owner: str | None = None,
                      limit: Annotated[int, Query(ge=1, le=2000)] = 500) -> dict[str, Any]:
-    rows = mem.timeline(session_id, owner=deps.owners(owner), limit=limit)
+    rows = mem.timeline(session_id, owner=deps.owners(who, owner), limit=limit)
     return {"session_id": session_id, "items": [preview(r) for r in rows]}
 
 
+class ShareBody(BaseModel):
+    id: str = Field(min_length=1, max_length=200)
+    team: str = Field(min_length=1, max_length=100)
+    owner: str | None = None
+
+
+@router.post("/share", summary="Share one of your turns (t_…) or active learned memories (m_…) with a team")
+def share(mem: Mem, who: deps.Who, body: ShareBody) -> dict[str, Any]:
+    from ... import team
+
+    return team.share(mem, body.id, body.team, principal=who, owner=body.owner)
+
+
+@router.get("/me", summary="Who this token acts as: the home, or a user with its owners and teams")
+def whoami(mem: Mem, who: deps.Who) -> dict[str, Any]:
+    if who.is_home:
+        return {"user": None, "home": True, "owner": mem.owner_for(), "teams": [], "reads": "every owner"}
+    return {"user": who.user, "home": False, "owner": who.owner, "teams": list(who.teams),
+            "reads": list(who.readable)}
+
+
 @router.get("/owners", summary="Owners (profiles) known from settings")
-def list_owners(mem: Mem) -> dict[str, Any]:
+def list_owners(mem: Mem, who: deps.Who) -> dict[str, Any]:
+    if not who.is_home:  # a user's own owner first (where its writes go), then its teams'
+        return {"default": who.owner, "owners": list(who.readable)}
     settings = mem.config.settings
     out = [settings.owner]
     for agent, s in settings.agents.items():

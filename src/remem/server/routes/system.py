@@ -37,7 +37,8 @@ def login(body: LoginBody, state: State, request: Request, response: Response) -
     """Wrong tokens back off per client (its address): after 10 in a minute that client gets 429 until
     the minute has passed. The right token is never refused, so guessing elsewhere locks nobody out."""
     client = request.client.host if request.client else "?"
-    right = hmac.compare_digest(body.token.strip().encode(), state.token.encode())
+    token = body.token.strip()
+    right = hmac.compare_digest(token.encode(), state.token.encode()) or _is_user_token(state, token)
     now = time.monotonic()
     with _failures_lock:
         recent = [t for t in _failures.pop(client, []) if now - t < LOGIN_WINDOW]
@@ -52,9 +53,16 @@ def login(body: LoginBody, state: State, request: Request, response: Response) -
                 del _failures[next(iter(_failures))]
     if not right:
         raise HTTPException(401, "that is not this remem's token")
-    response.set_cookie(security.COOKIE, security.session_value(state.token), max_age=security.COOKIE_MAX_AGE,
+    response.set_cookie(security.COOKIE, security.session_value(token), max_age=security.COOKIE_MAX_AGE,
                         httponly=True, samesite="strict", path="/")
     return {"ok": True}
+
+
+def _is_user_token(state: DaemonState, token: str) -> bool:
+    """A user's token logs in too (team use); its cookie then acts as that user."""
+    from ...team import principal_of
+
+    return state.mem is not None and principal_of(state.mem.store, token=token) is not None
 
 
 @router.post("/auth/logout", summary="Forget the viewer session cookie")

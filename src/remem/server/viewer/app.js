@@ -15,12 +15,24 @@ const PAGES = [
   ['sources', sources], ['settings', settings], ['health', health],
 ];
 
+// Logged in with a user's token (team use; GET /api/v1/me): the memory pages only, since the
+// daemon's controls (integrations, sources, settings, health, incognito) answer 403 to a user.
+const USER_PAGES = ['memories', 'timeline', 'learned'];
+let me = null;
 let cleanup = null;
+
+function isUser() {
+  return !!(me && me.home === false);
+}
+
+function pages() {
+  return isUser() ? PAGES.filter(([n]) => USER_PAGES.includes(n)) : PAGES;
+}
 
 function parseHash() {
   const raw = location.hash.replace(/^#\/?/, '');
   const [path, query] = raw.split('?');
-  const name = PAGES.some(([n]) => n === path) ? path : 'memories';
+  const name = pages().some(([n]) => n === path) ? path : 'memories';
   return { name, params: new URLSearchParams(query || '') };
 }
 
@@ -63,7 +75,7 @@ function incognitoSwitch() {
 
 function showIncognito() {
   const slot = document.getElementById('incognito-slot');
-  if (slot) slot.replaceChildren(incognitoSwitch());
+  if (slot && !isUser()) slot.replaceChildren(incognitoSwitch());
 }
 
 async function loadPrivacy() {
@@ -82,15 +94,16 @@ function render() {
     h('aside', { class: 'sidebar' },
       h('div', { class: 'brand' }, h('img', { src: '/static/favicon.svg', alt: '' }),
         h('div', {}, 'remem', h('small', {}, t('brand.tagline')))),
-      h('nav', { class: 'nav' }, ...PAGES.map(([n]) => h('a', {
+      h('nav', { class: 'nav' }, ...pages().map(([n]) => h('a', {
         href: `#/${n}`, class: n === name ? 'active' : '', 'data-page': n,
       }, icon(n), t('nav.' + n)))),
       h('div', { class: 'spacer' }),
       h('div', { class: 'sidebar-foot' },
+        isUser() ? h('div', { class: 'muted small', id: 'signed-in' }, t('nav.signed_in', { user: me.user })) : null,
         h('button', { class: 'ghost small', id: 'logout', onclick: logout }, t('nav.logout')))),
     h('div', { class: 'main' },
       h('header', { class: 'topbar' }, h('div', { class: 'title' }, t('nav.' + name)), h('div', { class: 'grow' }),
-        pillSlot, h('span', { id: 'incognito-slot' }, incognitoSwitch()), langSwitch()),
+        pillSlot, h('span', { id: 'incognito-slot' }, isUser() ? null : incognitoSwitch()), langSwitch()),
       content));
   document.body.replaceChildren(app);
   const page = PAGES.find(([n]) => n === name)[1];
@@ -109,6 +122,11 @@ onEvent((type, data) => {
   if (slot) slot.replaceChildren(...[jobPill()].filter(Boolean));
 });
 
+async function loadMe() {
+  try { me = await api('/me'); } catch (e) { me = null; }
+  if (isUser()) render(); else loadPrivacy();
+}
+
 window.addEventListener('hashchange', render);
 render();
-loadPrivacy();
+loadMe();

@@ -55,6 +55,7 @@ class PgStore:
         self.text = PgText(self)
         self.vectors = PgVectors(me)
         self.entities = areas.PgEntities(me)
+        self.users = areas.PgUsers(me)
 
     @property
     def key(self) -> str:

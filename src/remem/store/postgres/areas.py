@@ -23,6 +23,7 @@ from ..sqlite.packets import SqlitePackets
 from ..sqlite.sources import SqliteSources
 from ..sqlite.tombstones import SqliteTombstones
 from ..sqlite.turns import CLEAR_TABLES, COLUMNS, SqliteTurns, write_turn
+from ..sqlite.users import SqliteUsers
 
 if TYPE_CHECKING:
     from . import PgStore
@@ -49,6 +50,10 @@ class PgEntities(SqliteEntities):
 
 
 class PgPackets(SqlitePackets):
+    pass
+
+
+class PgUsers(SqliteUsers):
     pass
 
 
@@ -211,4 +216,4 @@ class PgMaintenance(SqliteMaintenance):
 
 
 __all__ = ["COLUMNS", "PgAudit", "PgCandidates", "PgEntities", "PgJobs", "PgLearned", "PgMaintenance",
-           "PgPackets", "PgSources", "PgTombstones", "PgTurns"]
+           "PgPackets", "PgSources", "PgTombstones", "PgTurns", "PgUsers"]

@@ -374,3 +374,20 @@ def p004_retention(db: PgConnection) -> None:
     ALTER TABLE learned ADD CONSTRAINT learned_status_check
         CHECK (status IN ('candidate','active','superseded','archived','rejected','deleted'));
     """)
+
+
+@migration
+def p006_team(db: PgConnection) -> None:
+    """The server's users, their token hashes and teams (SQLite's m014_team)."""
+    script(db, """
+    CREATE TABLE users (name TEXT PRIMARY KEY, created_at DOUBLE PRECISION NOT NULL);
+    CREATE TABLE user_tokens (
+        token_hash TEXT PRIMARY KEY, session_hash TEXT NOT NULL UNIQUE,
+        user_name TEXT NOT NULL REFERENCES users(name), created_at DOUBLE PRECISION NOT NULL);
+    CREATE INDEX user_tokens_user ON user_tokens(user_name);
+    CREATE TABLE teams (name TEXT PRIMARY KEY, created_at DOUBLE PRECISION NOT NULL);
+    CREATE TABLE team_members (
+        team TEXT NOT NULL REFERENCES teams(name), user_name TEXT NOT NULL REFERENCES users(name),
+        added_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (team, user_name));
+    CREATE INDEX team_members_user ON team_members(user_name);
+    """)

@@ -25,6 +25,7 @@ from .sources import SqliteSources
 from .text import SqliteText
 from .tombstones import SqliteTombstones
 from .turns import SqliteTurns
+from .users import SqliteUsers
 from .vectors import SqliteVectors
 
 
@@ -49,6 +50,7 @@ class SqliteStore:
         self.text = SqliteText(self)
         self.vectors = SqliteVectors(self)
         self.entities = SqliteEntities(self)
+        self.users = SqliteUsers(self)
 
     @property
     def key(self) -> str:

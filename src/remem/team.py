@@ -1,0 +1,298 @@
+"""Team use (issue 17): users with tokens of their own, teams of users, whose owners a request may
+read and write, and explicit sharing of a turn with a team.
+
+Owners: a user's private memory is ``user:NAME``; a team's shared memory is ``team:TEAM``. A request
+made with a user's token acts as that user: it reads its own owner and the owners of the teams it
+belongs to, and writes only to its own. The home's token (``REMEM_HOME/token``) is the machine's
+owner and administrator and keeps reading and writing every owner as before.
+
+Tokens are shown once and stored only as hashes (``token_hash``: sha256 of a 256-bit secret, so a
+plain hash is enough; no salt or slow hash is needed for a secret nobody chose). The viewer's cookie of
+a user token is the same HMAC the home token's cookie is (``server.security.session_value``), stored
+as its sha256 too, so the server can recognise either without ever holding the token.
+
+Everything here is pure (no store, no HTTP) except ``share_turn``, which goes through ``Remem``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import RememError
+
+if TYPE_CHECKING:
+    from .core import Remem
+    from .store.protocols import WriteStore
+
+USER_PREFIX = "user:"
+TEAM_PREFIX = "team:"
+TOKEN_PREFIX = "rmu_"  # a user token says what it is (secret scanners and people can tell it from the home token)
+NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")  # fits an owner, a URL and a shell word unquoted
+SESSION_SALT = b"remem-viewer-session-v1"       # the same derivation as server.security.session_value
+
+
+class TeamError(RememError, ValueError):
+    """A bad user or team name, an unknown user or team, a name already taken."""
+
+
+class NotFound(LookupError, RememError):
+    """No memory of that id in the sharer's own scope (REST: 404, LookupError first in the MRO)."""
+
+
+class OwnerRefused(RememError, PermissionError):
+    """A user's request named an owner it may not read or write (the REST API answers 403)."""
+
+
+def check_name(name: str, what: str = "name") -> str:
+    """A user or team name as stored, or TeamError saying what a name may be."""
+    n = (name or "").strip()
+    if not NAME.fullmatch(n):
+        raise TeamError(f"invalid {what} {name!r}: use 1-63 lowercase letters, digits, '.', '_' or '-', "
+                        "starting with a letter or digit")
+    return n
+
+
+def user_owner(name: str) -> str:
+    return USER_PREFIX + name
+
+
+def team_owner(name: str) -> str:
+    return TEAM_PREFIX + name
+
+
+def new_token() -> str:
+    """A fresh user token: 256 bits from the OS, printed once."""
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def token_hash(token: str) -> str:
+    """What the store keeps of a token (and what a request's token is looked up by)."""
+    return hashlib.sha256(token.strip().encode()).hexdigest()
+
+
+def session_of(token: str) -> str:
+    """The viewer cookie of ``token`` (``server.security.session_value``)."""
+    return hmac.new(token.encode(), SESSION_SALT, hashlib.sha256).hexdigest()
+
+
+def session_hash(token: str) -> str:
+    """What the store keeps of a token's viewer cookie."""
+    return token_hash(session_of(token))
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who a request acts as. ``user`` None is the home token: every owner, as before teams."""
+
+    user: str | None = None
+    teams: tuple[str, ...] = ()
+
+    @property
+    def is_home(self) -> bool:
+        return self.user is None
+
+    @property
+    def owner(self) -> str | None:
+        return user_owner(self.user) if self.user is not None else None
+
+    @property
+    def readable(self) -> tuple[str, ...]:
+        """The owners this user reads: its own first (packets and writes go there), then its teams'."""
+        if self.user is None:
+            return ()
+        return (user_owner(self.user), *(team_owner(t) for t in self.teams))
+
+    def reads(self, asked: str | list[str] | None) -> str | list[str] | None:
+        """The owners a read covers: what was asked (checked), or every owner this user reads.
+        Asking for an owner outside them is refused, never quietly narrowed or widened."""
+        if self.user is None:
+            return asked
+        if not asked:
+            return list(self.readable)
+        wanted = [asked] if isinstance(asked, str) else list(asked)
+        refused = [o for o in wanted if o not in self.readable]
+        if refused:
+            raise OwnerRefused(f"user {self.user} may not read {', '.join(refused)} "
+                               f"(readable: {', '.join(self.readable)})")
+        return asked
+
+    def writes(self, asked: str | None) -> str | None:
+        """The owner a write goes to: the user's own (asking for any other is refused)."""
+        if self.user is None:
+            return asked
+        own = user_owner(self.user)
+        if asked and asked != own:
+            raise OwnerRefused(f"user {self.user} writes only to {own}, not {asked}"
+                               + ("; share a turn with `remem share ID --team T` instead"
+                                  if asked.startswith(TEAM_PREFIX) else ""))
+        return own
+
+    def shares_to(self, team: str) -> str:
+        """The team owner a share goes to, if this user may share with that team."""
+        name = check_name(team, "team name")
+        if self.user is not None and name not in self.teams:
+            raise OwnerRefused(f"user {self.user} is not a member of team {name}")
+        return team_owner(name)
+
+
+# -- administration (the CLI on the server's machine; the home token's holder) --------------------
+def add_user(store: WriteStore, name: str) -> str:
+    """Create a user; its token, to be shown once (only its hashes are stored)."""
+    name = check_name(name, "user name")
+    token = new_token()
+    if not store.users.add_user(name, token_hash(token), session_hash(token)):
+        raise TeamError(f"user {name} exists already")
+    store.audit.record("user_add", target=name)
+    return token
+
+
+def new_user_token(store: WriteStore, name: str, *, replace: bool = False) -> tuple[str, int]:
+    """Another token for an existing user, to be shown once; ``replace`` revokes its others (a
+    rotation). Returns the token and how many were revoked."""
+    name = check_name(name, "user name")
+    token = new_token()
+    with store.transaction():
+        if not store.users.user_exists(name):
+            raise TeamError(f"no user {name}")
+        store.users.add_token(name, token_hash(token), session_hash(token))
+        revoked = store.users.revoke_tokens(name, keep=token_hash(token)) if replace else 0
+        store.audit.record("user_token", target=name, detail={"revoked": revoked})
+    return token, revoked
+
+
+def remove_user(store: WriteStore, name: str) -> None:
+    """Remove a user and revoke its tokens (its memories stay until forgotten)."""
+    name = check_name(name, "user name")
+    if not store.users.remove_user(name):
+        raise TeamError(f"no user {name}")
+    store.audit.record("user_remove", target=name)
+
+
+def _members(store: WriteStore, members: list[str]) -> list[str]:
+    names = list(dict.fromkeys(check_name(m, "user name") for m in members))
+    missing = store.users.missing_users(names)
+    if missing:
+        raise TeamError(f"no user {', '.join(missing)} (add it first: remem team user add NAME)")
+    return names
+
+
+def add_team(store: WriteStore, name: str, members: list[str]) -> dict[str, Any]:
+    """Create a team with its members; every name is checked before anything is written."""
+    name = check_name(name, "team name")
+    names = _members(store, members)
+    if not store.users.add_team(name, names):
+        raise TeamError(f"team {name} exists already (add members: remem team member add {name} NAME)")
+    store.audit.record("team_add", target=name, detail={"members": names})
+    return {"team": name, "owner": team_owner(name), "members": names}
+
+
+def remove_team(store: WriteStore, name: str) -> None:
+    name = check_name(name, "team name")
+    if not store.users.remove_team(name):
+        raise TeamError(f"no team {name}")
+    store.audit.record("team_remove", target=name)
+
+
+def change_members(store: WriteStore, team: str, members: list[str], *, add: bool) -> int:
+    """Add (or remove) members of an existing team; how many memberships changed."""
+    team = check_name(team, "team name")
+    if not store.users.team_exists(team):
+        raise TeamError(f"no team {team}")
+    names = _members(store, members)
+    n = store.users.add_members(team, names) if add else store.users.remove_members(team, names)
+    store.audit.record("team_members", target=team, detail={"added" if add else "removed": names})
+    return n
+
+
+def principal_of(store: WriteStore, *, token: str = "", cookie: str = "") -> Principal | None:
+    """The user a request's bearer token (or viewer cookie) belongs to, with its teams as they are
+    now; None when the token is unknown or revoked."""
+    user = (store.users.user_of(token_hash=token_hash(token)) if token else
+            store.users.user_of(session_hash=token_hash(cookie)) if cookie else None)
+    if user is None:
+        return None
+    return Principal(user=user, teams=tuple(store.users.teams_of(user)))
+
+
+def share_key(turn_id: str) -> str:
+    """The source key of a turn's shared copy: sharing it again (with the same team) changes nothing,
+    and the copy's id is derived from the team and the original id (``t_`` + sha(owner, key))."""
+    return f"share:{turn_id}"
+
+
+def _share_ends(mem: Remem, principal: Principal, team: str, owner: str | None) -> tuple[str, str]:
+    """(the owner shared from, the team owner shared to): a user shares its own with its teams; the
+    home shares ``owner``'s (default: the configured owner) with any team that exists."""
+    target = principal.shares_to(team)
+    if principal.is_home:
+        if not mem.store.users.team_exists(target[len(TEAM_PREFIX):]):
+            raise TeamError(f"no team {target[len(TEAM_PREFIX):]}")  # a user's teams come from the store
+        return mem.owner_for(None, owner), target
+    source = principal.writes(owner)
+    assert source is not None
+    return source, target
+
+
+def share_turn(mem: Remem, turn_id: str, team: str, *, principal: Principal,
+               owner: str | None = None) -> dict[str, Any]:
+    """Copy one of the principal's own turns to a team it belongs to, through the one write path.
+
+    A copy (not a move): the sharer keeps its private turn as it was, forgetting one does not
+    forget the other, and the team's copy gets a stable id of its own, so sharing twice adds nothing.
+    The home token shares a turn of ``owner`` (default: the configured owner) to any existing team."""
+    from .model import ToolCall, TurnIn
+
+    source, target = _share_ends(mem, principal, team, owner)
+    row = mem.get(turn_id, owner=source)
+    if row is None:
+        raise NotFound(f"no memory {turn_id} of {source}")
+    actions = [ToolCall(name=a.get("name", ""), input=a.get("input", ""), output=a.get("output", ""),
+                        is_error=bool(a.get("is_error")), call_id=a.get("call_id", ""))
+               for a in row.get("actions") or [] if isinstance(a, dict)]
+    tags = sorted({*(row.get("tags") or []), f"shared-by:{source}"})
+    turn = TurnIn(request=row.get("request") or "", reply=row.get("reply") or "", actions=actions,
+                  owner=target, agent=row.get("agent") or "unknown", project=row.get("project") or "",
+                  session_id=row.get("session_id") or "", source_key=share_key(turn_id),
+                  status=row.get("status") or "succeeded", started_at=row.get("started_at"),
+                  ended_at=row.get("ended_at"), model=row.get("model") or "", tags=tags,
+                  importance=float(row.get("importance") or 0.5), summary=row.get("summary") or "")
+    res = mem.add_turns([turn], revive=True)
+    got = res.results[0]
+    mem.store.audit.record("share", owner=source, target=turn_id, detail={"team": target, "copy": got.id})
+    return {"id": turn_id, "team": target, "shared_id": got.id, "status": got.status}
+
+
+def share_learned(mem: Remem, memory_id: str, team: str, *, principal: Principal,
+                  owner: str | None = None) -> dict[str, Any]:
+    """Share an active learned memory with a team: its supporting evidence turns are shared (copies,
+    as ``share_turn``) and the team's learner runs on that project now, so the team holds the memory
+    as the team's own (the same id: it is derived from project, kind and key), earned from evidence
+    the team can read. Not a copy of the row: the team's learner owns the ``team:`` owner's learned
+    memories and would recompute or drop a row whose evidence it cannot see. An edit or lock of the
+    sharer's memory does not carry over (the team curates its own)."""
+    from .layers import service
+    from .scope import Scope
+
+    source, target = _share_ends(mem, principal, team, owner)
+    rec = mem.store.learned.get(Scope.of(source), memory_id)  # type: ignore[attr-defined]
+    if rec is None or rec.get("status") != "active":
+        raise NotFound(f"no active learned memory {memory_id} of {source}")
+    turn_ids = [e["turn_id"] for e in rec.get("evidence") or [] if not e.get("against")]
+    shared = [share_turn(mem, tid, team, principal=principal, owner=owner)
+              for tid in turn_ids if mem.get(tid, owner=source) is not None]
+    service.run(mem, Scope.of(target, project=rec.get("project") or None))
+    got = mem.store.learned.get(Scope.of(target), memory_id)  # type: ignore[attr-defined]
+    return {"id": memory_id, "team": target, "shared_turns": [s["shared_id"] for s in shared],
+            "learned": None if got is None else {"id": got["id"], "status": got["status"], "text": got["text"]}}
+
+
+def share(mem: Remem, memory_id: str, team: str, *, principal: Principal, owner: str | None = None
+          ) -> dict[str, Any]:
+    """``remem share ID --team T`` and ``POST /api/v1/share``: a learned memory (``m_…``) or a turn."""
+    fn = share_learned if memory_id.startswith("m_") else share_turn
+    return fn(mem, memory_id, team, principal=principal, owner=owner)
