@@ -675,30 +675,17 @@ def m014_team(db: sqlite3.Connection) -> None:
     """Team use (issue 17): the server's users, their tokens and teams (``store/sqlite/users.py``).
     A token is kept only as the sha256 of itself and of its viewer cookie, never in clear; removing a
     user deletes its token rows, so the next request with it is refused."""
-    script(
-        db,
-        """
-        CREATE TABLE users (
-            name TEXT PRIMARY KEY,             -- the owner of its memory is 'user:' || name
-            created_at REAL NOT NULL
-        );
+    script(db, """
+        -- a user's memory is owned by 'user:' || name, a team's shared memory by 'team:' || name
+        CREATE TABLE users (name TEXT PRIMARY KEY, created_at REAL NOT NULL);
         CREATE TABLE user_tokens (
             token_hash TEXT PRIMARY KEY,       -- sha256 hex of the token
             session_hash TEXT NOT NULL UNIQUE, -- sha256 hex of its viewer cookie
-            user_name TEXT NOT NULL REFERENCES users(name),
-            created_at REAL NOT NULL
-        );
+            user_name TEXT NOT NULL REFERENCES users(name), created_at REAL NOT NULL);
         CREATE INDEX user_tokens_user ON user_tokens(user_name);
-        CREATE TABLE teams (
-            name TEXT PRIMARY KEY,             -- the owner of its shared memory is 'team:' || name
-            created_at REAL NOT NULL
-        );
+        CREATE TABLE teams (name TEXT PRIMARY KEY, created_at REAL NOT NULL);
         CREATE TABLE team_members (
-            team TEXT NOT NULL REFERENCES teams(name),
-            user_name TEXT NOT NULL REFERENCES users(name),
-            added_at REAL NOT NULL,
-            PRIMARY KEY (team, user_name)
-        );
+            team TEXT NOT NULL REFERENCES teams(name), user_name TEXT NOT NULL REFERENCES users(name),
+            added_at REAL NOT NULL, PRIMARY KEY (team, user_name));
         CREATE INDEX team_members_user ON team_members(user_name);
-        """
-    )
+        """)
