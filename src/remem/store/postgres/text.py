@@ -31,6 +31,7 @@ K1, B = 1.2, 0.75
 # the weights of SQLite's bm25(turns_fts, …) by column: request, reply, actions, summary, cjk
 WEIGHTS = (("request", 3.0), ("reply", 1.5), ("actions", 0.8), ("summary", 2.0), ("cjk", 2.0))
 STATS_TTL = 30.0
+SIZE_TTL = 1.0
 DF_TTL = 300.0
 _TOKEN = re.compile(r"[^\W_]+")
 _MAX_TERM = 200
@@ -64,6 +65,7 @@ class PgText:
         self.store = store
         self._df = DocFreqs(DF_TTL)
         self._stats: tuple[int, float, float] | None = None   # (documents, mean length, when)
+        self._size: tuple[int, float] = (0, 0.0)                # (max rowid, when read)
 
     # -- writing the index (called by the turns area inside the write's transaction) -------------
     def index_rows(self, rowids: list[int]) -> int:
@@ -102,7 +104,14 @@ class PgText:
 
     # -- statistics ------------------------------------------------------------------------------
     def size(self) -> int:
-        return int(self.store.conn.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0])
+        """The corpus size bm25's idf uses, read at most once a second (a search asks for it per
+        term: each read was a round trip; a second's new turns do not move an idf)."""
+        n, at = self._size
+        now = time.monotonic()
+        if not at or now - at > SIZE_TTL:
+            n = int(self.store.conn.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0])
+            self._size = (n, now)
+        return n
 
     def _corpus(self) -> tuple[int, float]:
         now = time.time()
@@ -125,6 +134,7 @@ class PgText:
     def forget(self) -> None:
         self._df.clear()
         self._stats = None
+        self._size = (0, 0.0)
 
     # -- word / CJK search (bm25) ----------------------------------------------------------------
     def _branch(self, t: TextTerm, n_docs: int) -> tuple[str, list[Any]] | None:
