@@ -266,6 +266,8 @@ def test_trials_move_eta_and_a_failing_skill_is_archived(mem):
     assert mem.learn()["passed"] == 1
     after = _skill_rec(mem)
     assert after["data"]["eta"] == round(2 / 3, 4) and after["data"]["trials"] == 1
+    shown = mem.turn_start(f"pytest fails:\n{ERROR}", project=PROJECT, session="s11")["text"]
+    assert "[skill · used in 4 sessions · η 0.67 over 1 trial" in shown     # the trial is a 4th use too
     for k in range(3):
         _try(mem, f"s2{k}", now + 100 * (k + 1), ok=False)
         mem.learn()
@@ -280,6 +282,23 @@ def test_trials_move_eta_and_a_failing_skill_is_archived(mem):
     _approve(mem, gone["id"])
     mem.learn(rebuild=True)
     assert _skill_rec(mem)["status"] == "active"                  # the user's approval moves it back
+
+
+def test_the_user_can_reject_a_skill(mem):
+    from remem.layers import service
+
+    rec = _skill_rec(mem, signature=False)
+    service.act(mem, mem.scope(), rec["id"], "reject")
+    mem.learn(rebuild=True)
+    assert _skill_rec(mem, signature=False)["status"] == "rejected"
+
+
+def test_the_bench_counts_skills_and_their_grounding():
+    from remem.bench.skills import project_report
+
+    got = project_report(history())
+    assert (got["active"], got["grounded"], got["grounded_active"]) == (2, 2, 2)
+    assert sorted(s["from"] for s in got["skills"]) == ["fix", "sequence"]
 
 
 def _approve(m, mid: str) -> None:
