@@ -197,6 +197,7 @@ def _skill(uses: list[dict[str, Any]]) -> Observation | None:
     data = {"name": name, "steps": steps, "parameters": params, "preconditions": pre,
             "trigger": {"signature": sig, "command": first["command"], "family": fams[-1]},
             "sources": sorted({u["source"] for u in uses if u["source"]}),
+            "eta": eta(0, 0), "trials": 0,        # untried (``apply_trials`` keeps them from the trials)
             "uses": [{"turn": u["turn_id"], "session": u["session"], "values": v}
                      for u, v in list(zip(uses, per_use, strict=True))[-MAX_USES_KEPT:]]}
     terms = frozenset(w for s in runs for f in s["families"] for w in re.findall(r"[a-z]\w+", f.lower()))
