@@ -48,7 +48,7 @@ _NOT_FOLLOWED = re.compile(r"\b(?:not|n'?t|never) follow(?:ed|ing)?\b|\bignor(?:
                            r"(?:rule|instruction|preference|convention)|(?:没有?|不)(?:遵守|遵循|按照)", re.I)
 
 OUTCOMES = ("failed", "corrected", "succeeded", "abandoned")
-EFFECTS = ("weakened", "supported", "not_followed")
+EFFECTS = ("weakened", "supported", "not_followed", "passed", "failed")   # the last two: a skill's trials
 SUPPORT_WEIGHT = 0.5       # following an injected memory is weak evidence
 DEMOTE_AFTER = 2           # weakenings (distinct turns) that can send an active memory back to candidate
 REPEAT_OVERLAP = 0.5       # share of the memory's words a correction restates to repeat it
@@ -225,7 +225,12 @@ def followed(m: dict[str, Any], turn: Turn) -> bool:
 
 def judge(injected: Iterable[dict[str, Any]], turn: Turn, next_turn: Turn | None, result: str) -> list[Verdict]:
     """The verdicts a packet's outcome gives its injected learned memories (see the module doc)."""
-    out: list[Verdict] = []
+    from .skills import trial
+
+    injected = list(injected)
+    out: list[Verdict] = [Verdict(m["id"], got, "trial") for m in injected if m.get("kind") == "skill"
+                          and (got := trial(m, turn, next_turn, result))]
+    injected = [m for m in injected if m.get("kind") != "skill"]
     if result == "corrected" and next_turn is not None:
         words = said(next_turn.request)
         for m in injected:
@@ -253,8 +258,16 @@ def add(fb: dict[str, Any] | None, effect: str, turn_id: str) -> dict[str, Any]:
     return got
 
 
-def apply(m: Memory, fb: dict[str, Any] | None) -> Memory:
-    """Fold stored feedback into a freshly learned memory's confidence and status (in place)."""
+def apply(m: Memory, fb: dict[str, Any] | None, *, approved: bool = False) -> Memory:
+    """Fold stored feedback into a freshly learned memory's confidence and status (in place); a
+    skill's trials into its η (``skills.apply_trials``; ``approved``: the user's approval keeps it)."""
+    if m.kind == "skill":
+        from .skills import apply_trials
+
+        if fb:
+            m.data["feedback"] = fb
+        apply_trials(m, fb, approved=approved)
+        return m
     if not fb:
         return m
     m.data["feedback"] = fb

@@ -17,6 +17,7 @@ from functools import lru_cache
 from .lifecycle import fold, resolve
 from .procedures import procedure_observations
 from .rules import rule_observations
+from .skills import fix_uses, sequence_uses, skill_observations
 from .types import Memory, Observation, Turn
 from .world import working_state, world_observations
 
@@ -128,13 +129,18 @@ def observe(turns: list[Turn]) -> list[Observation]:
         obs.extend(rule_observations(t, prev if same else None, vocab, tools))
         by_session[t.session].append(t)
         prev = t
+    uses = []
     for sess in by_session.values():
-        obs.extend(procedure_observations(sess))
+        procs = procedure_observations(sess)
+        obs.extend(procs)
+        uses += fix_uses(sess, procs) + sequence_uses(sess)
         ws = working_state(sess)
         if ws is not None:
             obs.append(ws)
     obs.extend(world_observations(turns))
     pos = {t.id: i for i, t in enumerate(turns)}
+    uses.sort(key=lambda u: pos.get(u["turn_id"], 0))
+    obs.extend(skill_observations(uses))
     obs.sort(key=lambda o: pos.get(o.evidence.turn_id, 0))
     return obs
 

@@ -108,6 +108,9 @@ def activation(m: Memory) -> str:
         if m.data.get("stated") or m.from_user:
             return "active"          # the user said it (a statement, or a command they ran themselves)
         return "active" if sessions >= ACTIVE_SESSIONS and len(m.evidence) >= 2 else "candidate"
+    if m.kind == "skill":         # a skill is a recipe to follow: evidence in as many sessions as a procedure
+        sig = str(m.data.get("trigger", {}).get("signature", ""))
+        return "active" if sessions >= PROCEDURE_SESSIONS and not GENERIC_SIGNATURE.search(sig) else "candidate"
     if m.kind == "procedure":
         sig = str(m.data.get("trigger", {}).get("signature", ""))
         if GENERIC_SIGNATURE.search(sig):

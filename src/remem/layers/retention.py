@@ -48,7 +48,7 @@ class HalfLives:
             return self.rules
         if kind == "decision":
             return self.decisions
-        if kind == "procedure":
+        if kind in ("procedure", "skill"):      # a skill fades as the procedures it grew from
             return self.procedures
         if kind == "working_state":
             return self.working_state

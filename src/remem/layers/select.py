@@ -7,7 +7,8 @@ be named, and every picked item says which:
 
 * ``slot``      the prompt names the memory's slot: "run the tests" → the test command, "install" →
                 the package manager, "build" → the build command (``SLOT_CUES``);
-* ``signature`` the prompt carries the error signature a procedure was learned for;
+* ``signature`` the prompt carries the error signature a procedure (or a skill grown from one) was
+                learned for;
 * ``words``     the prompt shares informative words with the memory: at least two distinct words
                 whose combined weight (``recall.coverage.reference_weight``, the one word weight of
                 the packet gate, the search floor and this channel) clears ``MIN_WORDS_WEIGHT``,
@@ -207,8 +208,11 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
         if cue is not None and cue.search(text):
             take(m, "slot", 2.5 + float(m.get("confidence") or 0))
             continue
-        if m.get("kind") == "procedure":
-            trig = set((m.get("data") or {}).get("signatures") or []) or set(error_signatures(m.get("text", "")))
+        if m.get("kind") in ("procedure", "skill"):      # a skill comes in as the procedures it grew from
+            data = m.get("data") or {}
+            trig = set(data.get("signatures") or []) or set(error_signatures(m.get("text", "")))
+            if m.get("kind") == "skill" and (data.get("trigger") or {}).get("signature"):
+                trig.add(str(data["trigger"]["signature"]))
             if sigs & trig:
                 take(m, "signature", 3.0 + float(m.get("confidence") or 0))
                 continue

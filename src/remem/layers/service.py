@@ -235,7 +235,7 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
                 for v, _pid, turn_id in heard:
                     fb = fbk.add(fb, v.effect, turn_id)
                     counts[v.effect] = counts.get(v.effect, 0) + 1
-                fbk.apply(m, fb)
+                fbk.apply(m, fb, approved=prev["decided"] == "active")
                 use = prev["data"].get("use")
                 for result, at in used.get(m.id, ()):
                     use = retention.add_use(use, result, at)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS = ("preference", "convention", "correction", "decision", "procedure", "fact", "working_state")
+KINDS = ("preference", "convention", "correction", "decision", "procedure", "fact", "working_state", "skill")
 STATUSES = ("candidate", "active", "superseded", "archived", "rejected", "deleted")
 L3_KINDS = ("fact",)
 

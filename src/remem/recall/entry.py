@@ -193,7 +193,7 @@ def repair(ctx: RecallContext, error: str, scope: Scope, *, tool: str = "", budg
     rp.fix_steps(ctx, scope, items)
     # the procedures learned for this error come first
     picked = [m for m in learned.pick(ctx, error, scope, entry="repair", project=project, now=now)
-              if m.get("kind") == "procedure" or m.get("why") == "signature"]
+              if m.get("kind") in ("procedure", "skill") or m.get("why") == "signature"]
     procs = rp.procedures(ctx, scope, project, fam, key, picked)
     avoid = rp.avoid_lines(ctx, scope, fam, key, session=session, attempts=list(attempts or []),
                            past=[past[t] for t, _ in hits if t in past], procs=procs, now=now, command=command)

@@ -173,8 +173,11 @@ LEARNED_CHARS = 300
 def render_learned(n: int, m: dict[str, Any], now: float) -> str:
     """One learned memory: ``Ln. [preference · said in 6 sessions · 3 days ago · id m_…] text``."""
     k = len(m["sessions"]) if isinstance(m.get("sessions"), list) else int(m.get("sessions") or 0)
-    said = "seen" if m.get("kind") == "fact" else "said"
+    said = {"fact": "seen", "skill": "used"}.get(str(m.get("kind") or ""), "said")
     support = f"{said} in {k} sessions" if k >= 2 else f"{said} once"
+    trials = int((m.get("data") or {}).get("trials") or 0) if m.get("kind") == "skill" else 0
+    if trials:           # a skill's record where it was tried (layers/skills.py): η over its trials
+        support += f" · η {float(m['data'].get('eta') or 0):.2f} over {trials} trial{'s' if trials > 1 else ''}"
     when = (m.get("data") or {}).get("last_seen") or m.get("updated_at")
     head = " · ".join(safe(str(x)) for x in (m.get("kind") or "memory", support,
                                               relative_age(now - float(when) if when else None)))

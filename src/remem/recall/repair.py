@@ -3,8 +3,8 @@
 ``entry.repair`` builds the packet an agent gets when it fails the same way twice in a session
 (``layers/repair.py`` decides when). Its order is what helps most first:
 
-1. the learned procedures for this error family (error → fix): active ones, then candidates of the
-   exact family and signature key (a fix seen once is still the best lead for the very same error:
+1. the learned procedures for this error family (error → fix): active ones (and the active skills
+   grown from such fixes, ``layers/skills.py``), then candidates of the exact family and signature key (a fix seen once is still the best lead for the very same error:
    a repair packet is asked for by the failure, not guessed from a prompt);
 2. "avoid" lines: what was tried against this error family and failed the same way — in earlier
    sessions (the trajectories of past turns with the error, a procedure's own ``avoid``) and
@@ -49,6 +49,7 @@ def procedures(ctx: RecallContext, scope: Scope, project: str | None, fam: str, 
     sc = Scope.of(list(scope.owners), project=project)
     try:
         rows = area.list(sc, statuses=("active", "candidate"), kind="procedure", limit=500)
+        rows += area.list(sc, statuses=("active",), kind="skill", limit=200)     # skills beside them, active only
     except ctx.errors:
         return list(out.values())[:MAX_PROCEDURES]
     ranked: list[tuple[int, float, dict[str, Any]]] = []
