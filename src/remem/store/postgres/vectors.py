@@ -157,6 +157,8 @@ class PgVectors(SqliteVectors):
         for model_id, field, dim in db.execute("SELECT DISTINCT model_id, field, dim FROM embeddings").fetchall():
             if ensure_index(db, model_id, field, int(dim), concurrently=True):
                 built.append(index_name(model_id, field, int(dim)))
+        if built:  # a bulk fill just ended: the planner's row counts may still be the empty table's
+            db.execute("ANALYZE embeddings")
         return built
 
     def _vec_rows(self, sql: str, params: tuple[Any, ...]) -> Iterator[Any]:
