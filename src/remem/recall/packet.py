@@ -195,6 +195,24 @@ def render_avoid(n: int, a: dict[str, Any], now: float) -> str:
     return f"A{n}. [{head}{ref}] " + _indent(escape(_clip(a.get("text") or "", LEARNED_CHARS)))
 
 
+
+def _section(group: Sequence[dict[str, Any]], head: str, share: int, render: Any, now: float,
+             kept: list[dict[str, Any]], tag: str | None) -> tuple[list[str], int]:
+    """The lines of one budgeted section (learned memories, avoid lines) that fit in ``share``
+    tokens with its head; what made it in is appended to ``kept``, tagged with its layer."""
+    spent = count_tokens(head) + 1
+    block: list[str] = []
+    for m in group:
+        line = render(len(block) + 1, m, now)
+        cost = count_tokens(line) + 1
+        if spent + cost > share:
+            break
+        block.append(line)
+        layer = tag or m.get("layer") or "L2"
+        kept.append({**m, "layer": layer, "kind": tag or m.get("kind") or "memory"})
+        spent += cost
+    return block, spent
+
 def render(items: Sequence[dict[str, Any]], *, budget: int = DEFAULT_BUDGET, now: float,
            item_chars: int = 900, learned: Sequence[dict[str, Any]] = (),
            avoid: Sequence[dict[str, Any]] = ()) -> tuple[str, list[dict[str, Any]], int]:
@@ -211,34 +229,13 @@ def render(items: Sequence[dict[str, Any]], *, budget: int = DEFAULT_BUDGET, now
     used = count_tokens(frame)
     lines: list[str] = []
     kept: list[dict[str, Any]] = []
-    if learned:
-        share = int(budget * LEARNED_SHARE)
-        spent = count_tokens(LEARNED_HEAD) + 1
-        block: list[str] = []
-        for m in learned:
-            line = render_learned(len(block) + 1, m, now)
-            cost = count_tokens(line) + 1
-            if spent + cost > share:
-                break
-            block.append(line)
-            kept.append({**m, "layer": m.get("layer") or "L2", "kind": m.get("kind") or "memory"})
-            spent += cost
-        if block:
-            lines += [LEARNED_HEAD, *block]
-            used += spent
-    if avoid:
-        share, spent, block = int(budget * AVOID_SHARE), count_tokens(AVOID_HEAD) + 1, []
-        for a in avoid:
-            line = render_avoid(len(block) + 1, a, now)
-            cost = count_tokens(line) + 1
-            if spent + cost > share:
-                break
-            block.append(line)
-            kept.append({**a, "layer": "avoid", "kind": "avoid"})
-            spent += cost
-        if block:
-            lines += [AVOID_HEAD, *block]
-            used += spent
+    for group, head, share, render, tag in ((learned, LEARNED_HEAD, LEARNED_SHARE, render_learned, None),
+                                            (avoid, AVOID_HEAD, AVOID_SHARE, render_avoid, "avoid")):
+        if group:
+            block, spent = _section(group, head, int(budget * share), render, now, kept, tag)
+            if block:
+                lines += [head, *block]
+                used += spent
     n_learned = len(kept)
     if n_learned and items:
         used += count_tokens(TURNS_HEAD) + 1
