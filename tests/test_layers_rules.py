@@ -39,6 +39,14 @@ def test_pasted_logs_make_no_rules() -> None:
         assert [o for o in rule_observations(t) if o.kind != "correction"] == [], t.request[:40]
 
 
+def test_a_contrast_keeps_the_tool_and_leaves_the_rest_of_the_sentence() -> None:
+    from remem.layers.rules import _contrast
+
+    assert _contrast("from now on use uv instead of pip for installs") == ("uv", "pip")
+    assert _contrast("use bun instead of npm in this repo") == ("bun", "npm")
+    assert _contrast("always use uv, not pip, in this repo") == ("uv", "pip")
+
+
 def test_contrast_fills_a_slot_and_repeats_activate() -> None:
     a = T(1, "lets use bun instead of node. are you familiar with bun?", session="a")
     b = T(1, "never install anything unless i ask you to. use bun, not node.", session="b")

@@ -26,7 +26,9 @@ from .vocab import (
     terms,
 )
 
-_W = r"`?([A-Za-z][\w.@+/-]*(?: [a-z][\w.-]*)?)`?"
+# a tool and at most one more word of it ("bun test", "npm run"), never a preposition or article that
+# starts the rest of the sentence ("use uv instead of pip for installs": the rival is "pip")
+_W = r"`?([A-Za-z][\w.@+/-]*(?: (?!(?:for|in|on|at|to|with|when|and|or|but|the|a|an|because|so|as|from|of|by|here|there|this|that|it|its|if|please|now|again|always|everywhere)\b)[a-z][\w.-]*)?)`?"
 _CONTRAST_EN = [
     re.compile(r"\b(?:use|run|with|prefer|switch to|stick (?:to|with)|go with)\s+" + _W +
                r"\s*,?\s+(?:not|instead of|rather than|over|and not|never)\s+" + _W, re.I),
