@@ -102,3 +102,29 @@ def test_the_hook_asks_the_daemon_first_and_builds_the_same_packet_without_it(ho
     assert down == up
     assert len(packets("repair", "up-1")) == 1                    # recorded by the daemon, not again by the hook
     assert len(packets("repair", "down-1")) == 1
+
+
+def test_a_daemon_that_does_not_answer_gives_the_packet_built_directly(home):
+    """A daemon that accepts the connection and never answers: the hook's backend gives up after its
+    timeout (and trips the breaker, as for turn-start) and builds the same packet on the database."""
+    import socket
+
+    from remem.integrations.backend import Backend
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)                                          # connections queue; nothing reads them
+        env = {**os.environ, "REMEM_PORT": str(silent.getsockname()[1]), "REMEM_HOOK_TIMEOUT": "0.2"}
+        (home["home"] / "token").write_text("t" * 40)
+        b = Backend(home["home"], env=env)
+        try:
+            got = b.repair(TRACE, tool="Bash", command="uv run pytest -q", agent="claude-code", project=CWD,
+                           session="slow-1")
+        finally:
+            b.close()
+    assert b.via == "local" and (home["home"] / "hooks" / "daemon.down").exists()
+    with remem.open() as m:
+        direct = m.repair(TRACE, tool="Bash", command="uv run pytest -q", agent="claude-code", project=CWD,
+                          session="slow-2")["text"]
+    assert got == direct and "pyyaml" in got and "bobs-private-yaml" not in got
+    assert len(packets("repair", "slow-1")) == 1
