@@ -83,6 +83,7 @@ def test_the_home_reads_and_writes_as_before():
     ("POST", "/api/v1/share", True), ("GET", "/api/v1/me", True),
     ("POST", "/api/v1/learned/m_1/approve", True), ("POST", "/api/v1/learned/m_1/explode", False),
     ("POST", "/api/v1/learned/events/3/rollback", True), ("POST", "/api/v1/packets/7/feedback", True),
+    ("POST", "/api/v1/recall/repair", True), ("GET", "/api/v1/recall/repair", False),
     ("GET", "/api/v1/config", False), ("PATCH", "/api/v1/config", False), ("GET", "/api/v1/status", False),
     ("GET", "/api/v1/events", False), ("GET", "/api/v1/export/sqlite", False), ("POST", "/api/v1/data/clear", False),
     ("GET", "/api/v1/openapi.json", False), ("GET", "/api/v1/jobs", False), ("POST", "/api/v1/sources/sync", False),

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 ENDPOINTS = {
     "recall": "/api/v1/recall/turn-start",     # {prompt, agent, project} -> packet {text, items}
     "session_start": "/api/v1/recall/session-start",   # {agent, project} -> core facts {text, items}
+    "repair": "/api/v1/recall/repair",         # {error, tool, command, agent, project, ...} -> packet {text, items}
     "capture": "/api/v1/turns",                # {turns: [...], live: true} -> {results: [...]}
     "search": "/api/v1/memories/search",       # ?q=&k=&project=&agent= -> {results: [...]}
 }
@@ -193,9 +194,18 @@ class Backend:
 
     def repair(self, error: str, *, tool: str, agent: str, command: str = "", project: str = "",
                session: str = "", attempts: list[dict[str, Any]] | None = None) -> str | None:
-        """The recall engine's repair packet (the error family's procedures, avoid lines, past
+        """The recall engine's repair packet's text (the error family's procedures, avoid lines, past
         failures with what fixed them), read as ``agent`` reads, or None when this remem has no
-        repair entry point. Always on the database (the daemon has no repair route)."""
+        repair entry point. The daemon's first (its warm vector recall; it records the packet), else
+        the same entry on the database, lexically (which then records it)."""
+        try:
+            got = self._daemon("POST", "repair", {"error": error, "tool": tool, "command": command, "agent": agent,
+                                                  "project": project, "session_id": session,
+                                                  "attempts": attempts or []})
+            if isinstance(got, dict) and isinstance(got.get("text"), str):
+                return got["text"]
+        except DaemonUnavailable:
+            pass
         fn = getattr(self.mem, "repair", None)
         if fn is None:
             return None

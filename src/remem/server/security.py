@@ -58,7 +58,7 @@ USER_ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("GET", "memories"), ("POST", "memories"), ("GET", "memories/search"), ("POST", "memories/search"),
         ("GET", "memories/[^/]+"), ("DELETE", "memories/[^/]+"), ("POST", "turns"),
         ("GET", "sessions"), ("GET", "sessions/[^/]+/timeline"),
-        ("POST", "recall/turn-start"), ("POST", "recall/session-start"),
+        ("POST", "recall/turn-start"), ("POST", "recall/session-start"), ("POST", "recall/repair"),
         ("POST", "share"),
         ("GET", "learned"), ("POST", "learned/learn"), ("GET", "learned/[^/]+"), ("GET", "learned/[^/]+/history"),
         ("POST", "learned/[^/]+/(edit|feedback|approve|reject|archive|lock|unlock|forget|delete|restore)"),

@@ -40,6 +40,20 @@ class SessionStartBody(BaseModel):
     budget: int | None = Field(None, ge=100, le=20_000)
 
 
+class RepairBody(BaseModel):
+    """What ``Remem.repair`` takes: the failed call's output (``error``), its tool and shell command,
+    the session and the open turn's calls so far (``attempts``: the avoid lines count them)."""
+    error: str = Field(min_length=1, max_length=200_000)
+    tool: str = Field("", max_length=400)
+    command: str = Field("", max_length=20_000)
+    agent: str | None = None
+    project: str | None = None
+    owner: str | None = None
+    budget: int | None = Field(None, ge=100, le=20_000)
+    session_id: str | None = Field(None, max_length=400)
+    attempts: list[dict[str, Any]] | None = Field(None, max_length=200)
+
+
 class ClearBody(BaseModel):
     confirm: str | None = None
 
@@ -275,6 +289,19 @@ def turn_start(mem: Mem, who: deps.Who, body: TurnStartBody) -> dict[str, Any]:
     packet = mem.turn_start(body.prompt, owner=deps.owners(who, body.owner), agent=body.agent or None,
                             project=body.project or None, budget=body.budget, session=body.session_id or None,
                             core_shown=body.core_shown)
+    packet = dict(packet)
+    packet.setdefault("took_ms", round((time.perf_counter() - t0) * 1000, 2))
+    return packet
+
+
+@router.post("/recall/repair", summary="The repair packet after the same tool failure came back")
+def repair(mem: Mem, who: deps.Who, body: RepairBody) -> dict[str, Any]:
+    """Scoped like turn-start (the caller's owners, never wider); the packet is recorded here
+    (entry ``repair``), so a hook that got it from the daemon records nothing itself."""
+    t0 = time.perf_counter()
+    packet = mem.repair(body.error, tool=body.tool, owner=deps.owners(who, body.owner), agent=body.agent or None,
+                        budget=body.budget, project=body.project or None, command=body.command,
+                        session=body.session_id or None, attempts=body.attempts)
     packet = dict(packet)
     packet.setdefault("took_ms", round((time.perf_counter() - t0) * 1000, 2))
     return packet
