@@ -1,15 +1,20 @@
 // Learned: per project, the active learned memories with links to their evidence turns, the review
-// queue (candidates), conflicts side by side, and per memory edit / lock / forget and its history with
-// rollback; thumbs up / down on learned memories and on the items of the recent packets handed to agents
-// (issue 18). Learned text is user data: it only ever enters the page as text (ui.js `h`).
+// queue (candidates), conflicts side by side, and per memory edit / lock / delete (soft: restorable for
+// learn.retention.deleted_days; the viewer offers no hard delete) and its history with rollback; restore of
+// a deleted or archived memory; a skill's steps and η; thumbs up / down on learned memories and on the
+// items of the recent packets handed to agents (issue 18). Learned text is user data: it only ever enters
+// the page as text (ui.js `h`).
 import { api } from '../api.js';
 import { t } from '../i18n.js';
 import { h, timeEl, absTime, emptyState, errorBox, loading, confirmDialog, toast, section, fmtNum } from '../ui.js';
 import { replaceParams } from '../nav.js';
 
+// The lifecycle states agents never see, as the listing route names them (layers/types.py STATUSES).
+const OUT_STATUSES = ['superseded', 'archived', 'rejected', 'deleted'];
+
 export function render(root, params) {
   const st = { project: params.get('project') || '', owner: params.get('owner') || '', open: params.get('open') || '',
-    items: [], editing: '' };
+    status: params.get('status') || '', items: [], editing: '' };
   let alive = true;
 
   const projectSel = h('select', { id: 'learned-project', 'aria-label': t('learned.project') });
@@ -20,14 +25,22 @@ export function render(root, params) {
   const reviewBox = h('div', { class: 'list', id: 'learned-review' });
   const otherBox = h('div', { class: 'list' });
   const otherHead = h('summary', {}, t('learned.other', { n: 0 }));
+  // which of the memories agents never see the fold lists (the listing's lifecycle states)
+  const statusSel = h('select', { id: 'learned-status', 'aria-label': t('learned.status_filter') },
+    h('option', { value: '' }, t('learned.status_all')),
+    ...OUT_STATUSES.map((s) => h('option', { value: s }, t('learned.status.' + s, {}, s))));
+  statusSel.addEventListener('change', () => { st.status = statusSel.value; draw().catch(fail); });
   const packetBox = h('div', { class: 'list', id: 'learned-packets' });
   const detail = h('div', { class: 'detail card hidden', id: 'learned-detail' });
+  const otherFold = h('details', { class: 'block', id: 'learned-other' }, otherHead,
+    h('p', { class: 'muted' }, t('learned.other_help')),
+    h('div', { class: 'filters' }, h('label', { class: 'muted', for: 'learned-status' }, t('learned.status_filter')),
+      statusSel), otherBox);
   const lists = h('div', {},
     section(t('learned.active'), activeBox),
     section(t('learned.conflicts'), h('p', { class: 'muted' }, t('learned.conflicts_help')), conflictBox),
     section(t('learned.review'), h('p', { class: 'muted' }, t('learned.review_help')), reviewBox),
-    h('details', { class: 'block', id: 'learned-other' }, otherHead,
-      h('p', { class: 'muted' }, t('learned.other_help')), otherBox),
+    otherFold,
     section(t('learned.packets'), h('p', { class: 'muted' }, t('learned.packets_help')), packetBox));
   const split = h('div', { class: 'split' }, lists, detail);
   projectSel.addEventListener('change', () => { st.project = projectSel.value; st.open = ''; closeDetail(); load(); });
@@ -48,7 +61,7 @@ export function render(root, params) {
   const path = (id, rest = '') => `/learned/${encodeURIComponent(id)}${rest}`;
 
   function saveHash() {
-    replaceParams('learned', { project: st.project, owner: st.owner, open: st.open });
+    replaceParams('learned', { project: st.project, owner: st.owner, open: st.open, status: st.status });
   }
 
   // An API error is shown where the user looks (top of the page) and as a toast; never swallowed.
@@ -110,8 +123,13 @@ export function render(root, params) {
     const conflicts = candidates.filter((m) => m.data && m.data.conflict_with);
     const review = candidates.filter((m) => !(m.data && m.data.conflict_with));
     const other = st.items.filter((m) => !['active', 'candidate'].includes(m.status));
+    saveHash();
+    statusSel.value = st.status;
+    if (st.status) otherFold.open = true;          // a link to #/learned?status=deleted shows them
+    const shown = other.filter((m) => !st.status || m.status === st.status);
     otherHead.textContent = t('learned.other', { n: fmtNum(other.length) });
-    otherBox.replaceChildren(...other.map((m) => card(m, 'other')));
+    otherBox.replaceChildren(...(shown.length ? shown.map((m) => card(m, 'other'))
+      : [h('p', { class: 'faint' }, t('learned.no_other'))]));
     activeBox.replaceChildren(...(active.length ? active.map((m) => card(m, 'active'))
       : [emptyState(t('learned.no_active_title'), t('learned.no_active_text'))]));
     reviewBox.replaceChildren(...(review.length ? review.map((m) => card(m, 'review'))
@@ -156,13 +174,18 @@ export function render(root, params) {
       btn('ghost thumb-up', '👍', (x) => verdict(x, 'good'), { title: t('learned.good_title'), 'aria-label': t('learned.good') }),
       btn('ghost thumb-down', '👎', (x) => verdict(x, 'bad'), { title: t('learned.bad_title'), 'aria-label': t('learned.bad') })];
     const fb = (m.data && m.data.feedback) || {};
-    const actions = where === 'other' ? [btn('approve', t('learned.approve'), (x) => decide(x, 'approve'))]
+    const errSlot = h('div', { class: 'card-error' });
+    const onCard = (x, fn) => fn(x, errSlot);
+    const restorable = ['deleted', 'archived'].includes(m.status);
+    const actions = where === 'other' ? [
+      restorable ? btn('primary restore', t('learned.restore'), (x) => onCard(x, restore))
+        : btn('approve', t('learned.approve'), (x) => decide(x, 'approve'))]
       : where === 'review' ? [btn('primary approve', t('learned.approve'), (x) => decide(x, 'approve')),
         btn('reject', t('learned.reject'), (x) => decide(x, 'reject'))]
       : [btn('ghost edit', t('learned.edit'), startEdit),
         m.locked ? btn('ghost unlock', t('learned.unlock'), (x) => decide(x, 'unlock'))
           : btn('ghost lock', t('learned.lock'), (x) => decide(x, 'lock')),
-        btn('danger forget', t('learned.forget'), forget)];
+        btn('danger delete', t('learned.delete'), (x) => onCard(x, remove))];
     const editing = st.editing === m.id && where === 'active';
     const textEl = editing ? editForm(m) : h('div', { class: 'req learned-text' }, m.text || '—');
     const el = h('div', { class: 'item' + (st.open === m.id ? ' selected' : ''), tabindex: '0', role: 'button',
@@ -170,7 +193,10 @@ export function render(root, params) {
     h('div', { class: 'meta' }, kindBadge(m),
       m.locked ? h('span', { class: 'badge warn locked' }, t('learned.locked')) : null,
       m.edited ? h('span', { class: 'badge edited' }, t('learned.edited')) : null,
-      where !== 'active' && m.status !== 'active' ? h('span', { class: 'badge' }, t('learned.status.' + m.status, {}, m.status)) : null,
+      where !== 'active' && m.status !== 'active' ? h('span', { class: 'badge status' }, t('learned.status.' + m.status, {}, m.status)) : null,
+      m.status === 'deleted' && m.data && m.data.deleted_at ? h('span', { class: 'faint deleted-at' },
+        t('learned.deleted_at'), ' ', timeEl(m.data.deleted_at)) : null,
+      m.kind === 'skill' ? etaBadge(m) : null,
       h('span', { class: 'confidence', title: t('learned.confidence') }, `${t('learned.confidence')} ${Math.round((m.confidence || 0) * 100)}%`),
       h('span', { class: 'support' }, t('learned.sessions', { n: fmtNum(m.sessions || 0) })),
       h('span', { class: 'age', title: t('learned.last_seen') }, timeEl((m.data && m.data.last_seen) || m.created_at)),
@@ -179,12 +205,37 @@ export function render(root, params) {
       (fb.weakened || []).length ? h('span', { class: 'badge bad weakened' },
         t('learned.weakened', { n: fmtNum(fb.weakened.length) })) : null),
     textEl,
+    m.kind === 'skill' && !editing ? skillSteps(m) : null,
     evidenceLinks(m),
+    errSlot,
     editing ? null : h('div', { class: 'chips actions' }, ...thumbs, ...actions,
       btn('ghost history', t('learned.history'), (x) => openDetail(x.id))));
     el.addEventListener('click', (e) => { if (!editing && !e.target.closest('a, button, textarea')) openDetail(m.id); });
     el.addEventListener('keydown', (e) => { if (e.key === 'Enter' && e.target === el) openDetail(m.id); });
     return el;
+  }
+
+  // A skill's reliability as the packets show it: η over its trials (untried: η 0.50, said so).
+  function etaBadge(m) {
+    const d = m.data || {};
+    const n = Number(d.trials || 0);
+    const eta = Number(d.eta ?? 0.5).toFixed(2);
+    return h('span', { class: 'badge eta' + (n && Number(eta) < 0.5 ? ' warn' : ''), title: t('learned.eta_title') },
+      n ? t('learned.eta', { eta, n: fmtNum(n) }) : t('learned.eta_untried', { eta }));
+  }
+
+  // A skill's recipe from its data: each step (run a command, or an edit) with its {parameters}.
+  function skillSteps(m) {
+    const d = m.data || {};
+    const steps = Array.isArray(d.steps) ? d.steps : [];
+    if (!steps.length) return null;
+    const params = Array.isArray(d.parameters) ? d.parameters : [];
+    return h('div', { class: 'skill' },
+      h('ol', { class: 'skill-steps' }, ...steps.map((s) => h('li', { class: 'skill-step', 'data-step-kind': s.kind },
+        h('span', { class: 'faint' }, t('learned.step.' + s.kind, {}, s.kind)), ' ',
+        h('code', { class: 'mono' }, s.template || '')))),
+      params.length ? h('div', { class: 'faint skill-params' }, t('learned.parameters'), ' ',
+        ...params.map((p) => h('code', { class: 'mono chip' }, p))) : null);
   }
 
   function editForm(m) {
@@ -267,12 +318,31 @@ export function render(root, params) {
     } catch (e) { fail(e); }
   }
 
-  async function forget(m) {
-    const ok = await confirmDialog({ title: t('learned.forget_title'), body: t('learned.forget_body'),
-      confirm: t('learned.forget'), danger: true });
+  // Delete and restore answer on the card itself: a refusal (the 30-day window, a memory gone or already
+  // restored behind the page's back) is read where the user clicked, and the card stays as it was.
+  async function onCardCall(m, slot, rest, done) {
+    slot.replaceChildren();
+    try {
+      await api(path(m.id, rest + q()), { method: 'POST' });
+      toast(done);
+      await load();
+    } catch (e) {
+      if (!alive) return;
+      slot.replaceChildren(errorBox(e));
+      toast((e && e.message) || String(e), true);
+    }
+  }
+
+  async function remove(m, slot) {
+    const ok = await confirmDialog({ title: t('learned.delete_title'), body: t('learned.delete_body'),
+      confirm: t('learned.delete'), danger: true });
     if (!ok) return;
     if (st.open === m.id) closeDetail();
-    await decide(m, 'forget');
+    await onCardCall(m, slot, '/delete', t('learned.done.delete'));
+  }
+
+  function restore(m, slot) {
+    return onCardCall(m, slot, '/restore', t('learned.done.restore'));
   }
 
   async function learnNow() {
