@@ -56,3 +56,24 @@ def test_core_facts_placement_moves_false_injection_and_coverage(tmp_path):
     assert at_start["overall"]["core_at"] == "session_start"
     # a project outside the tuned six counts as held out
     assert at_start["groups"]["heldout"]["counts"]["need_point"] == [1, 1] and "tune" not in at_start["groups"]
+
+
+def test_a_stale_injection_says_the_replaced_item_not_merely_cites_its_turn():
+    """A memory is a stale injection when it says what a replaced label item says (its kind, evidence and
+    a keyword) and not what replaced it; a fact that only cites the same turn is not, nor one that says
+    the replacement too."""
+    from remem.bench.learn_packets import _stale
+    from remem.layers.types import Evidence, Memory
+
+    def mem(text: str, kind: str = "fact", turns: tuple[str, ...] = ("s1.md#2",)) -> Memory:
+        return Memory(id="m_" + text[:8], kind=kind, key=text, text=text,
+                      evidence=[Evidence(turn_id=t, session=t.split("#")[0]) for t in turns])
+
+    items = {"old": {"iid": "old", "kind": "fact", "keywords": ["DiffMore", "app name"], "superseded_by": "new",
+                     "evidence": [{"session": "s1.md", "turn": 2}]},
+             "new": {"iid": "new", "kind": "fact", "keywords": ["BlastMerge"], "superseded_by": None,
+                     "evidence": [{"session": "s3.md", "turn": 1}]}}
+    assert _stale(mem("The app is called DiffMore."), items, "old")
+    assert not _stale(mem("The build command is `dotnet build`."), items, "old")        # cites the turn only
+    assert not _stale(mem("The app DiffMore is now BlastMerge.", turns=("s1.md#2", "s3.md#1")), items, "old")
+    assert not _stale(mem("Call it DiffMore.", kind="preference"), items, "old")         # another kind

@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 from copy import copy
@@ -113,6 +114,24 @@ def with_feedback(mems: list[Memory], events: list[tuple[int, str, str, str]], p
 
 
 
+def _says(m: Memory, item: dict[str, Any]) -> bool:
+    """``m`` says what the labelled item says: it matches (kind and evidence, or slot and value) and
+    names one of the item's keywords (evidence alone is loose: a build-command fact citing the turn that
+    named the app is not a statement of its name)."""
+    if not matches(m, item):
+        return False
+    if item.get("_slot"):
+        return True
+    text = m.text.lower()
+    return any(re.search(r"(?<!\w)" + re.escape(k.lower()) + r"(?!\w)", text) for k in item.get("keywords", []))
+
+
+def _stale(m: Memory, by_iid: dict[str, dict[str, Any]], iid: str) -> bool:
+    """``m`` says the replaced item ``iid`` and not (also) the item that replaced it."""
+    new = by_iid[iid].get("superseded_by")
+    return _says(m, by_iid[iid]) and not (new in by_iid and _says(m, by_iid[new]))
+
+
 def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
         core_at: str = "prompt", feedback: bool = True,
         caches: dict[str, dict[int, list[Memory]]] | None = None) -> dict[str, Any]:
@@ -124,7 +143,7 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
     names = projects or sorted(d for d in os.listdir(raw) if os.path.isdir(os.path.join(raw, d)))
     per: dict[str, Any] = {}
     tot: dict[str, Any] = {"need_point": [0, 0], "later_task": [0, 0], "negative": [0, 0],
-                           "negative_prompt_matched": [0, 0], "items": 0,
+                           "negative_prompt_matched": [0, 0], "items": 0, "stale": [0, 0],
                            "probes": 0, "bad_prompt": 0, "learn_s": 0.0, "negative_why": {}, "feedback": {}}
     for p in names:
         items, probes = _labels(labels_dir, p)
@@ -132,6 +151,13 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
             continue
         by_iid = {i["iid"]: i for i in items}
         turns = read_project(os.path.join(raw, p), p)   # contract order: sessions by name, turns in order
+        # labelled items a later statement replaced, and from which position on they are stale
+        ended: dict[str, int] = {}
+        for i in items:
+            until = i.get("valid_until")
+            end = _position(turns, until["session"], int(until["turn"])) if until else None
+            if end is not None:
+                ended[i["iid"]] = end
         row: dict[str, Any] = {"need_point": [0, 0], "later_task": [0, 0], "negative": [0, 0],
                                "negative_prompt_matched": [0, 0], "items": 0, "misses": []}
         cache: dict[int, list[Memory]] = caches.setdefault(p, {}) if caches is not None else {}
@@ -180,6 +206,12 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
                     starts[b["session"]] = [at[x["id"]] for x in got if x["id"] in at]
                 pinned = starts[b["session"]]
             row["items"] += len(picked)
+            # stale injections: what this packet (and the session's pinned core) shows that matches an
+            # item already replaced by the time of this prompt (labels: valid_until)
+            shown = [by_id[x["id"]] for x in picked if x["id"] in by_id] + pinned
+            tot["stale"][1] += len(shown)
+            tot["stale"][0] += sum(any(_stale(m, by_iid, iid)
+                                       for iid, end in ended.items() if end <= pos) for m in shown)
             kind = pr.get("type", "")
             if kind not in row:
                 continue
@@ -217,6 +249,7 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
             "overall": {"need_point_coverage": rate(tot["need_point"]), "need_points": tot["need_point"][1],
                         "later_task_coverage": rate(tot["later_task"]), "later_tasks": tot["later_task"][1],
                         "false_injection": rate(tot["negative"]), "negatives": tot["negative"][1],
+                        "stale_injections": tot["stale"][0], "shown": tot["stale"][1],
                         "false_injection_prompt_matched": rate(tot["negative_prompt_matched"]),
                         "negative_items_by_why": dict(sorted(tot["negative_why"].items())),
                         "learned_items_per_probe": round(tot["items"] / tot["probes"], 2) if tot["probes"] else None,
