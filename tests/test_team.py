@@ -175,9 +175,9 @@ def rest(tmp_path_factory):
              "session_id": "alice-s9"}]})
         assert r.status_code == 200, r.text
         ids = [x["id"] for x in r.json()["results"]]
-        shared = a.post("/api/v1/share", json={"id": ids[-1], "team": "eng"})
-        assert shared.status_code == 200, shared.text
-        yield {"d": d, "c": clients, "tokens": toks, "home": home, "alice_ids": ids, "shared": shared.json()}
+        copied = a.post("/api/v1/share", json={"id": ids[-1], "team": "eng"})
+        assert copied.status_code == 200, copied.text
+        yield {"d": d, "c": clients, "tokens": toks, "home": home, "alice_ids": ids, "copied": copied.json()}
         for c in clients.values():
             c.close()
 
@@ -263,8 +263,8 @@ def test_alice_cannot_read_bobs_private_memory_on_any_face(rest):
 
 
 def test_both_members_read_the_team_and_a_non_member_does_not(rest):
-    copy = rest["shared"]["shared_id"]
-    assert rest["shared"]["team"] == "team:eng" and copy not in rest["alice_ids"]
+    copy = rest["copied"]["shared_id"]
+    assert rest["copied"]["team"] == "team:eng" and copy not in rest["alice_ids"]
     for name in ("alice", "bob"):
         c = rest["c"][name]
         got = c.get(f"/api/v1/memories/{copy}")
@@ -291,7 +291,7 @@ def test_both_members_read_the_team_and_a_non_member_does_not(rest):
 def test_sharing(rest):
     a, b = rest["c"]["alice"], rest["c"]["bob"]
     again = a.post("/api/v1/share", json={"id": rest["alice_ids"][-1], "team": "eng"}).json()
-    assert again["shared_id"] == rest["shared"]["shared_id"] and again["status"] == "duplicate"  # stable id
+    assert again["shared_id"] == rest["copied"]["shared_id"] and again["status"] == "duplicate"  # stable id
     assert a.post("/api/v1/share", json={"id": _bob_ids(rest)[0], "team": "eng"}).status_code == 404
     assert a.post("/api/v1/share", json={"id": rest["alice_ids"][0], "team": "ops"}).status_code == 403
     assert a.post("/api/v1/share", json={"id": rest["alice_ids"][0], "team": "Bad Team"}).status_code == 400
