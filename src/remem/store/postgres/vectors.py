@@ -130,11 +130,19 @@ class PgVectors(SqliteVectors):
 
     _store: PgStore
 
+    def __init__(self, store: PgStore) -> None:
+        super().__init__(store)  # type: ignore[arg-type]
+        self._lock = threading.Lock()
+        self._indexed: set[tuple[str, str, int]] = set()   # (model, field, dimension) with its index
+        self._pending: set[tuple[str, str, int]] = set()   # written by this store, index not seen yet
+
     def _put(self, db: PgConnection, rows: list[Row]) -> None:
         if not rows:
             return
         register(db)
         now = time.time()
+        with self._lock:
+            self._pending |= {(r[3], r[2], int(r[4])) for r in rows} - self._indexed
         db.executemany(_PUT, [(r[0], r[1], r[2], r[3], int(r[4]), to_vector(r[5], int(r[4])), r[6], r[7], r[8],
                                r[9], now) for r in rows])
 
@@ -148,20 +156,28 @@ class PgVectors(SqliteVectors):
             db.executemany("UPDATE turns SET embed_state='done' WHERE id=?", [(t,) for t in turn_ids])
 
     def settle(self) -> list[str]:
-        """Build the HNSW index of every model, field and dimension that has vectors and none yet
-        (the embedding worker calls this when its backlog is drained); the names of those built.
-        Inside a transaction it waits for the next call."""
+        """Build the HNSW index of every model, field and dimension this store wrote vectors of and
+        has not seen indexed yet (the embedding worker calls this when its backlog is drained; older
+        vectors got theirs in migration p003); the names of those built. Inside a transaction it
+        waits for the next call."""
         db: PgConnection = self._db  # type: ignore[assignment]
         if db.in_transaction:
+            return []
+        with self._lock:
+            todo = sorted(self._pending)
+        if not todo:  # nothing new written here: no catalog query on every drained backlog
             return []
         built = []
         # HNSW builds fast while its graph fits in maintenance_work_mem (64 MB by default; the graph of
         # 150k vectors of 384 numbers is ~270 MB, and that build took 611 s here); this session only
         db.native("SELECT set_config('maintenance_work_mem', %s, false)", (BUILD_MEMORY,))
         try:
-            for model_id, field, dim in db.execute("SELECT DISTINCT model_id, field, dim FROM embeddings").fetchall():
-                if ensure_index(db, model_id, field, int(dim), concurrently=True):
-                    built.append(index_name(model_id, field, int(dim)))
+            for model_id, field, dim in todo:
+                if ensure_index(db, model_id, field, dim, concurrently=True):
+                    built.append(index_name(model_id, field, dim))
+                with self._lock:
+                    self._pending.discard((model_id, field, dim))
+                    self._indexed.add((model_id, field, dim))
         finally:
             db.native("RESET maintenance_work_mem")
         if built:  # a bulk fill just ended: the planner's row counts may still be the empty table's
