@@ -333,3 +333,22 @@ def test_a_skill_card_shows_its_steps_and_eta(home, browser):
     shot(page, "25-learned-skill")
     assert errors == [], errors
     ctx.close()
+
+
+def test_a_conflict_with_a_deleted_rival_offers_restore_not_approve(home, browser):
+    bun = next(m for m in learned(home) if m["text"].startswith("Use bun, not npm"))
+    assert home.post(f"/api/v1/learned/{bun['id']}/delete").status_code == 200
+    try:
+        ctx, page, errors = open_learned(browser, home)
+        pair = page.locator("#learned-conflicts .conflict")
+        pair.first.wait_for()
+        rival = pair.locator(f'.item[data-id="{bun["id"]}"]')
+        assert rival.get_attribute("data-status") == "deleted"
+        assert rival.locator("button.approve, button.reject, button.lock").count() == 0
+        rival.locator("button.restore").click()                 # restore, right there in the pair
+        page.wait_for_selector(f'#learned-active .item[data-id="{bun["id"]}"]')
+        assert home.get(f"/api/v1/learned/{bun['id']}").json()["status"] == "active"
+        assert errors == [], errors
+        ctx.close()
+    finally:
+        home.post(f"/api/v1/learned/{bun['id']}/restore")          # later tests of the module see it as before

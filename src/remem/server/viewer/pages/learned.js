@@ -145,9 +145,15 @@ export function render(root, params) {
       pairs.push(h('div', { class: 'grid-2 conflict', 'data-id': c.id },
         h('div', {}, h('div', { class: 'faint' }, t('learned.newcomer')), card(c, 'review')),
         h('div', {}, h('div', { class: 'faint' }, t('learned.conflicts_with')),
-          other ? card(other, other.status === 'active' ? 'active' : 'review') : errorBox(err))));
+          other ? card(other, rivalPlace(other)) : errorBox(err))));
     }
     if (alive) conflictBox.replaceChildren(...pairs);
+  }
+
+  // the rival's card offers what its status allows: an active one its edit / lock / delete, a candidate
+  // approve / reject, a deleted or archived one restore (approving a deleted rival would undo the delete)
+  function rivalPlace(m) {
+    return m.status === 'active' ? 'active' : m.status === 'candidate' ? 'review' : 'other';
   }
 
   function kindBadge(m) {
