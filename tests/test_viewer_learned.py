@@ -17,9 +17,10 @@ import pytest
 from learned_data import DAY, PROJECT, T0, seed
 from remem.model import TurnIn
 from remem.server.testing import Daemon
-from test_skills import PROJECT as SKILLS
-from test_skills import _try, _turn_in
-from test_skills import history as skill_history
+from skills_data import PROJECT as SKILLS
+from skills_data import history as skill_history
+from skills_data import try_skill as _try
+from skills_data import turn_in as _turn_in
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "viewer"
