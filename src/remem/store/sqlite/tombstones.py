@@ -132,6 +132,16 @@ def list_all(db: sqlite3.Connection, scope: Scope, limit: int = 200) -> list[dic
         f"FROM tombstones WHERE {where} ORDER BY created_at DESC, id DESC LIMIT ?", [*params, limit])]
 
 
+def forgotten_since(db: sqlite3.Connection, scope: Scope, since: float, limit: int = 1000) -> list[dict[str, Any]]:
+    """Turn and session tombstones of the scope's owners made at or after ``since``, oldest first
+    (a team sync passes the server's forgets on to the laptops)."""
+    where, params = Scope.of(list(scope.owners)).sql()
+    return [dict(r) for r in db.execute(
+        f"SELECT owner, kind, key, turn_id, session_id, created_at FROM tombstones WHERE {where} "
+        f"AND kind IN ('turn', 'session') AND created_at >= ? ORDER BY created_at, id LIMIT ?",
+        [*params, since, limit])]
+
+
 @guarded
 class SqliteTombstones:
     """``store.tombstones``: what the user forgot, checked on every write (inside its transaction)."""
@@ -168,3 +178,6 @@ class SqliteTombstones:
 
     def list(self, scope: Scope, limit: int = 200) -> builtins.list[dict[str, Any]]:
         return list_all(self._db, scope, limit)
+
+    def since(self, scope: Scope, since: float, limit: int = 1000) -> builtins.list[dict[str, Any]]:
+        return forgotten_since(self._db, scope, since, limit)

@@ -151,6 +151,18 @@ def list_turns(db: sqlite3.Connection, scope: Scope, *, session_id: str | None =
     return [row_to_dict(r) for r in db.execute(sql, [*params, limit, offset])]
 
 
+def changed(db: sqlite3.Connection, scope: Scope, *, after: tuple[float, str] = (0.0, ""),
+            limit: int = 200) -> list[dict[str, Any]]:
+    """The scope's turns written or changed after ``after`` (updated_at, id), oldest change first:
+    a team sync's page. Ordered by (updated_at, id) so a page boundary inside one timestamp loses
+    nothing and a cursor is two values."""
+    where, params = scope.sql()
+    return [row_to_dict(r) for r in db.execute(
+        f"SELECT {COLUMNS} FROM turns WHERE {where} AND deleted = 0 AND (updated_at > ? OR "
+        f"(updated_at = ? AND id > ?)) ORDER BY updated_at, id LIMIT ?",
+        [*params, after[0], after[0], after[1], limit])]
+
+
 def touch(db: sqlite3.Connection, scope: Scope, ids: list[str], now: float | None = None) -> None:
     if not ids:
         return
@@ -333,6 +345,10 @@ class SqliteTurns:
              order: str = "desc") -> list[dict[str, Any]]:
         return list_turns(self._db, scope, session_id=session_id, since=since, until=until, kind=kind,
                           limit=limit, offset=offset, order=order)
+
+    def changed(self, scope: Scope, *, after: tuple[float, str] = (0.0, ""),
+                limit: int = 200) -> list[dict[str, Any]]:
+        return changed(self._db, scope, after=after, limit=limit)
 
     def sessions(self, scope: Scope, *, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
         return list_sessions(self._db, scope, limit=limit, offset=offset)
