@@ -296,3 +296,65 @@ def share(mem: Remem, memory_id: str, team: str, *, principal: Principal, owner:
     """``remem share ID --team T`` and ``POST /api/v1/share``: a learned memory (``m_…``) or a turn."""
     fn = share_learned if memory_id.startswith("m_") else share_turn
     return fn(mem, memory_id, team, principal=principal, owner=owner)
+
+
+# -- the server's side of a laptop's sync (``remem team join``, ``remem.teamsync``) ----------------
+SYNC_PAGE = 500          # turns per pull page (a page of real turns is a few MB of JSON at most)
+
+
+def sync_key(principal: Principal, key: str) -> str:
+    """The source key of a pushed turn on the server: namespaced by the pushing user, so one user's
+    keys cannot land on (or dedup against) another's, and a re-push of the same key is a duplicate."""
+    who = principal.user if principal.user is not None else "home"
+    return f"sync:{who}:{key}"
+
+
+def receive_push(mem: Remem, principal: Principal, team: str, turns: list[Any]) -> dict[str, Any]:
+    """``POST /api/v1/sync/push``: a laptop's turns of a project it shares with ``team``, written as
+    the team's through the one write path (redaction, dedup, indexes) with a stable key each, so a
+    push repeated after a cut connection or a killed process adds nothing. A turn the team forgot
+    stays forgotten (no revive)."""
+    target = principal.shares_to(team)
+    if principal.is_home and not mem.store.users.team_exists(target[len(TEAM_PREFIX):]):
+        raise TeamError(f"no team {target[len(TEAM_PREFIX):]}")
+    by = principal.owner or "home"
+    for t in turns:
+        if not t.source_key:
+            raise TeamError("every pushed turn needs its source_key (the laptop's stable id)")
+        t.source_key = sync_key(principal, t.source_key)
+        t.owner = target
+        t.tags = sorted({*t.tags, f"shared-by:{by}"})
+    res = mem.add_turns(turns, live=False)
+    mem.store.audit.record("sync_push", owner=target, target=by, detail=res.counts)
+    return {"team": target, "results": [r.to_dict() for r in res.results], "counts": res.counts}
+
+
+def changes(mem: Remem, principal: Principal, owner: str, *, after: tuple[float, str], forgotten_since: float,
+            limit: int = SYNC_PAGE) -> dict[str, Any]:
+    """``GET /api/v1/sync/turns``: one page of a readable owner's turns changed after ``after``
+    (whole rows, with their source keys, so the laptop's copy gets the same id), the turns and
+    sessions it forgot since ``forgotten_since``, and the cursor of the next page."""
+    from .scope import Scope
+
+    asked = principal.reads(owner)
+    if not isinstance(asked, str) or not asked:
+        raise TeamError("sync reads one owner at a time (owner=team:NAME)")
+    scope = Scope.of(asked)
+    rows = mem.store.turns.changed(scope, after=after, limit=max(1, min(limit, SYNC_PAGE)))
+    gone = mem.store.tombstones.since(scope, forgotten_since) if forgotten_since >= 0 else []
+    nxt = [rows[-1]["updated_at"], rows[-1]["id"]] if rows else [after[0], after[1]]
+    return {"owner": asked, "items": rows, "next": nxt, "more": len(rows) >= max(1, min(limit, SYNC_PAGE)),
+            "forgotten": gone}
+
+
+def learned_state(mem: Remem, principal: Principal, owner: str, *, after: float) -> dict[str, Any]:
+    """``GET /api/v1/sync/learned``: every learned memory id of a readable owner with its last change,
+    and the whole records (evidence included) of those changed at or after ``after``."""
+    from .scope import Scope
+
+    asked = principal.reads(owner)
+    if not isinstance(asked, str) or not asked:
+        raise TeamError("sync reads one owner at a time (owner=team:NAME)")
+    rows = mem.store.learned.list(Scope.of(asked))  # type: ignore[attr-defined]
+    return {"owner": asked, "ids": {r["id"]: r.get("updated_at") for r in rows},
+            "items": [r for r in rows if float(r.get("updated_at") or 0) >= after]}

@@ -18,7 +18,7 @@ from ..store import ENGINE_ERRORS, StoreError
 from ..team import OwnerRefused, Principal, principal_of
 from . import API_PREFIX, optional, security
 from .jobs import QueueFull
-from .routes import data, integrations, learned, memories, sources, system
+from .routes import data, integrations, learned, memories, sources, system, teamsync
 from .state import DaemonState
 
 log = logging.getLogger("remem.http")
@@ -35,7 +35,7 @@ def create_app(state: DaemonState) -> FastAPI:
     app = FastAPI(title="remem", version=ver, summary="One long-term memory for all your AI coding agents",
                   openapi_url=f"{API_PREFIX}/openapi.json", docs_url=None, redoc_url=None)
     app.state.daemon = state
-    for mod in (memories, sources, integrations, data, system, learned):
+    for mod in (memories, sources, integrations, data, system, learned, teamsync):
         app.include_router(mod.router, prefix=API_PREFIX)
 
     @app.get("/health", include_in_schema=False)
