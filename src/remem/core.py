@@ -140,15 +140,17 @@ class Remem:
     # -- writes ----------------------------------------------------------------------------
     def add_turns(self, turns: builtins.list[TurnIn], *, live: bool = False, defer_index: bool = False,
                   revive: bool = False, preserve: builtins.list[dict[str, Any] | None] | None = None,
-                  fallback_ts: float | Sequence[float | None] | None = None) -> BatchResult:
-        """Every write goes through here into the one pipeline (``ingest.pipeline.persist``)."""
+                  fallback_ts: float | Sequence[float | None] | None = None, learn: bool = True) -> BatchResult:
+        """Every write goes through here into the one pipeline (``ingest.pipeline.persist``).
+        ``learn`` False queues no learning for these turns (a team's turns pulled by ``remem team
+        sync``: the team's learned memories come from its server)."""
         if self.readonly:
             raise StoreError("this remem handle is read-only")
         res = persist(self.store, turns, max_bytes=int(self.config.get("ingest.max_turn_bytes")),
                       max_tool_output=int(self.config.get("ingest.max_tool_output")), live=live,
                       defer_index=defer_index, revive=revive, preserve=preserve, fallback_ts=fallback_ts,
                       learn_after=float(self.config.get("learn.delay_seconds"))
-                      if self.config.get("learn.enabled") else None)
+                      if learn and self.config.get("learn.enabled") else None)
         if self._access:
             self.flush_access(wait=False)  # this connection just wrote: the lock is likely free
         return res
@@ -206,11 +208,24 @@ class Remem:
     def search(self, query: str, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                project: str | None = None, k: int = 10, scope: Scope | None = None,
                explain: bool = False) -> builtins.list[dict[str, Any]]:
-        sc = scope or self.scope(owner, agent=agent, project=project)
+        sc = scope or self._with_teams(self.scope(owner, agent=agent, project=project), owner)
         return self._recall_entries().search(self.recall, query, sc, k=k, explain=explain)
 
     def _read_as(self, owner: str | builtins.list[str] | None, agent: str | None, scope: Scope | None) -> Scope:
-        return scope or self.scope(owner, project=None, as_agent=agent)
+        if scope is not None:
+            return scope
+        return self._with_teams(self.scope(owner, project=None, as_agent=agent), owner)
+
+    def _with_teams(self, sc: Scope, owner: str | builtins.list[str] | None) -> Scope:
+        """A recall read of the home's own memory also reads the teams this home mirrors from its
+        team server (``remem team join``): local and team memories in one ranking. A read that names
+        its owners reads exactly those."""
+        if owner:
+            return sc
+        from .teamsync import mirrored_owners
+
+        teams = mirrored_owners(self.home)
+        return Scope.of([*sc.owners, *teams], agent=sc.agent, project=sc.project) if teams else sc
 
     def turn_start(self, prompt: str, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                    project: str | None = None, budget: int | None = None,

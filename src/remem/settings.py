@@ -117,6 +117,16 @@ class Sync(Section):
     interval_seconds: int = setting(300, "five minutes: fresh enough, cheap on battery", ge=30, le=7 * 86400)
 
 
+class Team(Section):
+    """A laptop's link to a team server (``remem team join``, docs/team.md)."""
+
+    sync_interval_seconds: int = setting(300, "while joined, the daemon syncs with the team server this often "
+                                         "(0 = only by hand: remem team sync)", env="REMEM_TEAM_SYNC_INTERVAL",
+                                         ge=0, le=7 * 86400)
+    push_batch: int = setting(100, "turns per push request (the server takes at most 500)", ge=1, le=500)
+    timeout: float = setting(30.0, "seconds to wait for the team server per request", ge=1.0, le=600.0)
+
+
 class Llm(Section):
     """An optional OpenAI-compatible model that judges learned candidates (docs/learning.md, "Optional LLM")."""
 
@@ -259,6 +269,7 @@ class Settings(Section):
     recall: Recall = Field(default_factory=Recall)
     ingest: Ingest = Field(default_factory=Ingest)
     sync: Sync = Field(default_factory=Sync)
+    team: Team = Field(default_factory=Team)
     learn: Learn = Field(default_factory=Learn)
     capture: Capture = Field(default_factory=Capture)
     integrations: Integrations = Field(default_factory=Integrations)

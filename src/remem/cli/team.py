@@ -8,6 +8,7 @@ once, on stdout only: the store keeps its hash, nothing is logged.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import click
@@ -136,6 +137,155 @@ def team_list(ctx: click.Context, as_json: bool) -> None:
             click.echo(f"{t['name']}\tmembers: {', '.join(t['members']) or '-'}")
 
     emit(rows, as_json, human)
+
+
+# -- a laptop's link to a team server (remem.teamsync) ---------------------------------------------
+def _share_rules(pairs: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for p in pairs:
+        path, sep, name = p.rpartition("=")
+        if not sep or not path.strip() or not name.strip():
+            raise click.BadParameter(f"{p!r}: use FOLDER=TEAM", param_hint="--share")
+        out[path.strip()] = name.strip()
+    return out
+
+
+@team.command("join")
+@click.argument("url")
+@click.option("--token", envvar="REMEM_TEAM_TOKEN", default=None,
+              help="Your user token on that server (or REMEM_TEAM_TOKEN; asked for when omitted).")
+@click.option("--share", "shares", multiple=True, metavar="FOLDER=TEAM",
+              help="Share a local project with a team from now on (repeat for more).")
+@click.option("--sync/--no-sync", "now", default=True, show_default=True, help="Sync once right away.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def team_join(ctx: click.Context, url: str, token: str | None, shares: tuple[str, ...], now: bool,
+              as_json: bool) -> None:
+    """Link this home to the team server at URL: your shared projects' turns go up, your teams'
+    memories come down, and recall here reads both. The token is checked first and kept in
+    REMEM_HOME/team-token (mode 0600)."""
+    from .. import teamsync
+
+    if not token:
+        token = click.prompt("token", hide_input=True)
+    mem = open_mem(ctx)
+    data = teamsync.join(mem, url, token or "", projects=_share_rules(shares))
+    if now:
+        data["sync"] = teamsync.sync(mem)
+
+    def human(d: dict[str, Any]) -> None:
+        click.echo(f"joined {d['url']} as {d['user']}; teams: {', '.join(d['teams']) or '-'}")
+        for local, rule in d["projects"].items():
+            click.echo(f"  shares {local} with {rule['team']}")
+        if not d["teams"]:
+            click.echo("  (you belong to no team yet: nothing comes down until you do)")
+        if "sync" in d:
+            _echo_sync(d["sync"])
+
+    emit(data, as_json, human)
+
+
+def _echo_sync(d: dict[str, Any]) -> None:
+    up = sum(v.get("sent", 0) for v in d["pushed"].values())
+    down = sum(v.get("written", 0) for v in d["pulled"].values())
+    gone = sum(v.get("forgotten", 0) for v in d["pulled"].values())
+    learned = sum(v.get("updated", 0) for v in d["learned"].values())
+    click.echo(f"synced with {d['url']}: {count(up, 'turn')} up, {count(down, 'turn')} down, "
+               f"{count(gone, 'forgotten turn')}, {count(learned, 'learned memory', 'learned memories')} updated")
+    for c in d["conflicts"]:
+        click.echo(f"  conflict: {c['id']} ({c['owner']}) kept {c['kept']}; the server has "
+                   + (f"{c['server']['status']}: {c['server']['text']!r}" if c["server"] else "removed it"))
+
+
+@team.command("sync")
+@click.option("--push/--no-push", default=True, show_default=True, help="Send the shared projects' new turns.")
+@click.option("--pull/--no-pull", default=True, show_default=True, help="Fetch the teams' turns and learned memories.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def team_sync(ctx: click.Context, push: bool, pull: bool, as_json: bool) -> None:
+    """Sync with the team server now (the daemon also does it every team.sync_interval seconds).
+    Safe to interrupt and repeat: nothing is lost or doubled."""
+    from .. import teamsync
+
+    emit(teamsync.sync(open_mem(ctx), push=push, pull=pull), as_json, _echo_sync)
+
+
+@team.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def team_status(ctx: click.Context, as_json: bool) -> None:
+    """The team server this home is linked to, its shared projects, what waits to go up, the last
+    sync and the conflicts it reported (no network)."""
+    from .. import teamsync
+
+    def human(d: dict[str, Any]) -> None:
+        if not d["joined"]:
+            click.echo("not joined to a team server (remem team join URL --token T)")
+            return
+        click.echo(f"{d['url']} as {d['user']}; teams: {', '.join(d['teams']) or '-'}")
+        for local, rule in d["projects"].items():
+            click.echo(f"  {local} -> {rule['team']} as {rule['as']!r}: {count(d['waiting'][local], 'turn')} to send")
+        if not d["projects"]:
+            click.echo("  no shared projects (remem team project add FOLDER --team T)")
+        last = d.get("last")
+        click.echo(f"last sync: {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(last['at']))}, "
+                   f"{count(last['pushed'], 'turn')} up, {count(last['pulled'], 'turn')} down" if last else
+                   "never synced")
+        for c in d["conflicts"]:
+            click.echo(f"  conflict: {c['id']} ({c['owner']}) kept {c['kept']}")
+        if last and not d["conflicts"]:
+            click.echo("no conflicts")
+
+    emit(teamsync.status(open_mem(ctx)), as_json, human)
+
+
+@team.command("leave")
+@click.option("--forget", is_flag=True, help="Also delete the teams' memories this home holds.")
+@click.pass_context
+@handle_errors
+def team_leave(ctx: click.Context, forget: bool) -> None:
+    """Unlink this home from its team server (its token file goes; the server keeps what was sent)."""
+    from .. import teamsync
+
+    got = teamsync.leave(open_mem(ctx), forget=forget)
+    click.echo("left the team server" + (f"; {count(got['forgotten'], 'team turn')} deleted here" if forget else
+                                          f"; the teams' memories stay here ({', '.join(got['owners']) or '-'}): "
+                                          "remem team leave --forget deletes them"))
+
+
+@team.group("project")
+def project() -> None:
+    """Which local projects this home shares with which team (remem team join first)."""
+
+
+@project.command("add")
+@click.argument("folder")
+@click.option("--team", "team_name", required=True, help="The team that gets this project's turns.")
+@click.option("--as", "name", default=None, help="The team's name for it (default: the folder's name).")
+@click.pass_context
+@handle_errors
+def project_add(ctx: click.Context, folder: str, team_name: str, name: str | None) -> None:
+    """Share project FOLDER with a team: its turns, past and new, go up at each sync."""
+    from .. import teamsync
+
+    got = teamsync.add_project(open_mem(ctx), folder, team_name, name=name)
+    click.echo(f"{got['project']} is shared with {got['team']} as {got['as']!r} from the next sync on")
+
+
+@project.command("remove")
+@click.argument("folder")
+@click.pass_context
+@handle_errors
+def project_remove(ctx: click.Context, folder: str) -> None:
+    """Stop sharing project FOLDER (what the team has of it stays on the server)."""
+    from .. import teamsync
+
+    if not teamsync.remove_project(open_mem(ctx), folder):
+        raise click.UsageError(f"{folder} is not shared (remem team status lists the shared projects)")
+    click.echo(f"{folder} is no longer shared")
 
 
 @team.group("member")

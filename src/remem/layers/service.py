@@ -315,7 +315,13 @@ def run(mem: Remem, scope: Scope, *, rebuild: bool = False,
     cursors = area.cursors(scope)
     out: dict[str, Any] = {"projects": 0, "skipped": 0, "turns": 0, "created": 0, "updated": 0, "dropped": 0,
                            "decayed": 0, "packets_judged": 0, **dict.fromkeys(fbk.EFFECTS, 0)}
+    from ..teamsync import mirrored_owners
+
+    mirrored = set(mirrored_owners(mem.home))   # a team's memories here come from its server
     for key in sorted(set(have) | set(cursors)):
+        if key[0] in mirrored:
+            out["mirrored"] = out.get("mirrored", 0) + 1
+            continue
         seen, cur = have.get(key), cursors.get(key)
         fresh = (cur is not None and not cur["dirty"] and seen is not None
                  and (cur["turns"], cur["last_rowid"], cur["last_update"]) == seen)

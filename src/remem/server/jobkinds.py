@@ -166,9 +166,27 @@ def run_learn(ctx: JobContext) -> dict[str, Any]:
     return plain(service.run_job(ctx.mem, ctx.payload))
 
 
+def run_team_sync(ctx: JobContext) -> dict[str, Any]:
+    """Push the shared projects' new turns to the team server and pull the teams' (``teamsync``)."""
+    from .. import teamsync
+
+    ctx.report({"phase": "team sync"})
+    return plain(teamsync.sync(ctx.mem))
+
+
+def team_joined(mem: Remem) -> bool:
+    from .. import teamsync
+
+    try:
+        return bool(teamsync.link(mem.home).get("url")) and int(mem.config.get("team.sync_interval_seconds")) > 0
+    except Exception:  # an unreadable link file is reported by `remem team status`, not here
+        return False
+
+
 #: kind → handler: the one registry of job kinds (a plugin hook can add to it later)
 HANDLERS: dict[str, Handler] = {"embed": run_embed, "index": run_index, "sync": run_sync_job,
-                                "discover": run_discover, "learn": run_learn}
+                                "discover": run_discover, "learn": run_learn,
+                                "team_sync": run_team_sync}
 
 
 def register(kind: str, handler: Handler) -> None:
@@ -203,6 +221,9 @@ def startup(runner: JobRunner, *, background: bool = True) -> dict[str, Any]:
     if mem.config.get("sync.auto") and optional.has(optional.sync_engine):
         runner.enqueue("sync", {"agents": None, "auto": True}, dedup_key=sync_key(None))
         out["sync"] = "queued"
+    if team_joined(mem):
+        runner.enqueue("team_sync", {}, dedup_key="team_sync")
+        out["team_sync"] = "queued"
     auto_install(mem)
     return out
 
@@ -261,8 +282,14 @@ class Scheduler:
 
     def _loop(self) -> None:
         mem = self.runner.mem
-        last = time.monotonic()
+        last = team_last = time.monotonic()
         while not self._stop.wait(5.0):
+            try:
+                if team_joined(mem) and time.monotonic() - team_last >= int(mem.config.get("team.sync_interval_seconds")):
+                    team_last = time.monotonic()
+                    self.runner.enqueue("team_sync", {}, dedup_key="team_sync")
+            except Exception as e:
+                log.warning("scheduled team sync skipped: %s", e)
             try:
                 mem.flush_access(wait=False)  # recall's access counts that met a busy database
             except Exception as e:
