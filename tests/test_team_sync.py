@@ -412,3 +412,90 @@ def test_a_laptop_daemon_syncs_by_itself(server, tmp_path):
         while len(team_turns(server["admin"])) < 8 and time.monotonic() < deadline:
             time.sleep(0.5)
         assert any("cart-total.ts" in t["request"] for t in team_turns(server["admin"]))
+
+
+# -- what an agent on the laptop receives ------------------------------------------------------------
+def _memory(mid: str, owner: str, kind: str, text: str, slot: str = "", value: str = "", **data) -> dict:
+    now = time.time()
+    return {"id": mid, "owner": owner, "kind": kind, "text": text, "slot": slot, "value": value,
+            "status": "active", "confidence": 0.9, "sessions": 3, "turns": 5, "locked": False,
+            "created_at": now, "updated_at": now, "data": {"first_seen": now - 86400, "last_seen": now, **data}}
+
+
+def test_a_memory_held_by_the_home_and_its_team_is_shown_once_and_a_teams_working_state_never():
+    from remem.layers.select import pick
+
+    mems = [_memory("m_team1", "team:eng", "fact", "The package manager is bun.", "pkg.manager", "bun"),
+            _memory("m_mine1", "default", "fact", "The package manager is bun.", "pkg.manager", "bun"),
+            _memory("m_team2", "team:eng", "convention", "以后提交前都要先跑 bun test，不要跳过。"),
+            _memory("m_mine2", "default", "convention", "以后提交前都要先跑 bun test, 不要跳过"),
+            _memory("m_team3", "team:eng", "convention", "Deploys go through make release, never by hand."),
+            _memory("m_team4", "team:eng", "working_state", "Goal: alice's refactor of the cart | Touched: total.ts")]
+    got = pick(mems, "install the deps with the package manager, continue", entry="session_start", now=time.time())
+    ids = [m["id"] for m in got]
+    assert "m_mine1" in ids and "m_team1" not in ids                    # the home's own, once
+    assert "m_mine2" in ids and "m_team2" not in ids                    # the same words, another comma
+    assert "m_team3" in ids                                             # what only the team knows comes in
+    assert not [m for m in pick(mems, "continue where we left off", entry="resume", now=time.time())
+                if m["kind"] == "working_state"]                        # where alice left off is not bob's
+    mine_state = _memory("m_mine4", "default", "working_state", "Goal: bob's checkout button | Touched: page.tsx")
+    assert [m["id"] for m in pick([*mems, mine_state], "continue", entry="resume", now=time.time())
+            if m["kind"] == "working_state"] == ["m_mine4"]
+
+
+def test_what_a_member_curated_goes_up_and_the_servers_decisions_win(server, tmp_path):
+    admin = server["admin"]
+    a_home = alice_laptop(tmp_path, server)
+    with open_laptop(a_home) as a:
+        a.learn()
+        first = teamsync.sync(a)
+        assert first["pushed"][SHOP_A]["learned"] == {}              # nothing curated yet: turns only
+    assert admin.post("/api/v1/learned/learn", params={"owner": "team:eng"}).status_code == 200
+    team_bun = next(r for r in admin.get("/api/v1/learned", params={"owner": "team:eng"}).json()["items"]
+                    if r["kind"] == "preference" and r["slot"] == "pkg.manager")
+    with open_laptop(a_home) as a:
+        mine = {r["text"]: r for r in a.learned(project=SHOP_A)}
+        service.act(a, a.scope(), mine["Use bun, not npm."]["id"], "edit",
+                    text="Use bun for everything, never npm or yarn.")
+        service.act(a, a.scope(), mine["The test command is `bun test`."]["id"], "lock")
+        text = service.export_file(a, a.scope(project=SHOP_A), "md")
+        assert "## Decisions" in text
+        text = text.replace("## Decisions\n", "## Decisions\n- Prices live in the ledger table as integer "
+                                              "cents, never floats.\n", 1)
+        [hand] = service.import_file(a, a.scope(), text)["created"]
+        out = teamsync.sync(a)
+        assert out["pushed"][SHOP_A]["learned"] == {"edited": 1, "locked": 1, "created": 1}, out["pushed"]
+        again = teamsync.sync(a)
+        assert again["pushed"][SHOP_A]["learned"] == {}                 # sent once
+    got = admin.get(f"/api/v1/learned/{team_bun['id']}", params={"owner": "team:eng"}).json()
+    assert got["text"] == "Use bun for everything, never npm or yarn." and got["locked"]
+    hist = admin.get(f"/api/v1/learned/{team_bun['id']}/history", params={"owner": "team:eng"}).json()["events"]
+    assert hist[-1]["actor"] == "team-sync:user:alice"
+    items = admin.get("/api/v1/learned", params={"owner": "team:eng"}).json()["items"]
+    prices = [r for r in items if r["text"].startswith("Prices live in the ledger")]
+    assert len(prices) == 1 and prices[0]["locked"] and prices[0]["id"] != hand["id"]
+    # the team's learner keeps what a member decided
+    assert admin.post("/api/v1/learned/learn", params={"owner": "team:eng", "rebuild": "true"}).status_code == 200
+    items = {r["id"]: r for r in admin.get("/api/v1/learned", params={"owner": "team:eng"}).json()["items"]}
+    assert items[team_bun["id"]]["text"] == "Use bun for everything, never npm or yarn." and prices[0]["id"] in items
+    # bob receives the team's version; his packet carries it
+    b_home = bob_laptop(tmp_path, server)
+    with open_laptop(b_home) as b:
+        teamsync.sync(b)
+        assert "never npm or yarn" in b.turn_start("install the dependencies", project=SHOP_B)["text"]
+        assert "integer cents" in b.turn_start("how do we store prices in the ledger table?", project=SHOP_B)["text"]
+    # the server decides otherwise (the home edits the team's memory): alice's next edit is kept out, reported
+    r = admin.post(f"/api/v1/learned/{team_bun['id']}/edit", params={"owner": "team:eng"},
+                   json={"text": "Use bun; pnpm only in the legacy admin app."})
+    assert r.status_code == 200, r.text
+    with open_laptop(a_home) as a:
+        service.act(a, a.scope(), mine["Use bun, not npm."]["id"], "edit", text="Use bun. Never anything else.")
+        out = teamsync.sync(a)
+        assert out["pushed"][SHOP_A]["learned"] == {"kept_server": 1}
+        [c] = [c for c in teamsync.status(a)["conflicts"] if c.get("local_id")]
+        assert c["id"] == team_bun["id"] and c["server"]["text"].startswith("Use bun; pnpm only")
+        # alice's own memory stays hers; her packet shows it once, not beside the team's
+        packet = a.turn_start("install the dependencies", project=SHOP_A)
+        assert "Use bun. Never anything else." in packet["text"]
+    got = admin.get(f"/api/v1/learned/{team_bun['id']}", params={"owner": "team:eng"}).json()
+    assert got["text"] == "Use bun; pnpm only in the legacy admin app."

@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import re
 import secrets
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -358,3 +359,82 @@ def learned_state(mem: Remem, principal: Principal, owner: str, *, after: float)
     rows = mem.store.learned.list(Scope.of(asked))  # type: ignore[attr-defined]
     return {"owner": asked, "ids": {r["id"]: r.get("updated_at") for r in rows},
             "items": [r for r in rows if float(r.get("updated_at") or 0) >= after]}
+
+
+#: what a laptop's curated learned memory may carry up (``POST /api/v1/sync/learned``)
+CURATED_KINDS = ("preference", "convention", "decision", "procedure", "fact", "skill", "record")
+
+
+def receive_learned(mem: Remem, principal: Principal, team: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """``POST /api/v1/sync/learned``: the learned memories a member curated on a laptop (edited,
+    locked, approved or written by hand) in a project shared with ``team``. Each lands on the team's
+    memory that says the same (same kind and slot = value, the same words, or the same evidence),
+    else as a new locked memory written by that user. **The server's decisions win**: a team memory
+    already edited or locked on the server with other words is kept, and reported back as a conflict.
+    Evidence is mapped to the server's copies of the laptop's pushed turns."""
+    from .ingest.pipeline import turn_id
+    from .ingest.redact import redact
+    from .layers import service
+    from .layers.exchange import new_id
+    from .layers.select import sameness
+    from .scope import Scope
+
+    target = principal.shares_to(team)
+    if principal.is_home and not mem.store.users.team_exists(target[len(TEAM_PREFIX):]):
+        raise TeamError(f"no team {target[len(TEAM_PREFIX):]}")
+    by = principal.owner or "home"
+    actor = f"team-sync:{by}"
+    area = mem.store.learned  # type: ignore[attr-defined]
+    out: list[dict[str, Any]] = []
+    now = time.time()
+    with mem.store.transaction():
+        for item in items:
+            kind, project = str(item.get("kind") or ""), str(item.get("project") or "")
+            text = " ".join(str(item.get("text") or "").split())
+            if kind not in CURATED_KINDS or not text or not project:
+                raise TeamError(f"a learned memory needs kind (one of {', '.join(CURATED_KINDS)}), text and project")
+            keys = [sync_key(principal, str(k)) for k in item.get("evidence") or []]
+            have = mem.store.turns.get_many(Scope.of(target), [turn_id(target, k) for k in keys]) if keys else {}
+            evidence = [{"turn_id": tid, "session_id": row.get("session_id") or "", "against": False}
+                        for tid, row in have.items()]
+            theirs = area.list(Scope.of(target, project=project), kind=kind)
+            mine = {"kind": kind, "slot": item.get("slot") or "", "value": item.get("value") or "", "text": text}
+            ev_ids = {e["turn_id"] for e in evidence}
+            match = next((r for r in theirs if sameness(r) == sameness(mine)), None) or next(
+                (r for r in theirs if ev_ids and ev_ids & {e["turn_id"] for e in r.get("evidence") or []}
+                 and (r.get("slot") or "") == mine["slot"]), None)
+            sc = Scope.of(target, project=project)
+            local = str(item.get("local_id") or "")
+            if match is None:
+                mid = new_id(target, project, kind, text)
+                rec = {"owner": target, "id": mid, "project": project, "layer": "L3" if kind == "fact" else "L2",
+                       "kind": kind, "slot": mine["slot"], "value": mine["value"], "text": redact(text).text,
+                       "status": "active", "confidence": 1.0, "sessions": len({e["session_id"] for e in evidence}),
+                       "turns": len(evidence), "locked": True, "edited": bool(item.get("edited")),
+                       "decided": "active", "polarity": 1, "scope": "project",
+                       "data": {"origin": "user", "shared_by": by}, "stale": 0, "created_at": now,
+                       "updated_at": now, "superseded_by": "", "evidence": evidence}
+                area.put(rec)
+                area.add_event(target, mid, "created", None, service.view(rec), actor=actor, ts=now)
+                out.append({"local_id": local, "id": mid, "status": "created"})
+                continue
+            overruled = match.get("decided") not in (None, "", "active")      # rejected, archived, deleted there
+            if overruled or ((match.get("locked") or match.get("edited")) and match.get("text") != text):
+                out.append({"local_id": local, "id": match["id"], "status": "kept_server",
+                            "server": {"text": match.get("text"), "status": match.get("status")}})
+                continue
+            done = []
+            if item.get("edited") and match.get("text") != text:
+                service.act_in(mem, sc, match["id"], "edit", text=text, actor=actor)
+                done.append("edited")
+            elif item.get("locked") and not match.get("locked"):
+                service.act_in(mem, sc, match["id"], "lock", actor=actor)
+                done.append("locked")
+            if match.get("status") == "candidate":
+                service.act_in(mem, sc, match["id"], "approve", actor=actor)
+                done.append("approved")
+            out.append({"local_id": local, "id": match["id"], "status": "+".join(done) or "unchanged"})
+    if out:
+        mem.store.audit.record("sync_learned", owner=target, target=by,
+                               detail={s: sum(1 for o in out if o["status"] == s) for s in {o["status"] for o in out}})
+    return {"team": target, "results": out}

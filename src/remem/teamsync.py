@@ -312,6 +312,7 @@ def sync(mem: Remem, *, push: bool = True, pull: bool = True) -> dict[str, Any]:
     st = state(home)
     if pull:
         st["conflicts"] = out["conflicts"]
+    out["conflicts"] = [*out["conflicts"], *(st.get("up_conflicts") or {}).values()]
     st["last"] = {"at": t0, "seconds": round(time.time() - t0, 3),
                   "pushed": sum(v.get("sent", 0) for v in out["pushed"].values()),
                   "pulled": sum(v.get("written", 0) for v in out["pulled"].values())}
@@ -351,8 +352,55 @@ def _push(mem: Remem, remote: Remote, data: dict[str, Any]) -> dict[str, Any]:
             st = state(home)   # saved after every acknowledged page: a kill -9 resumes here
             st.setdefault("push", {})[local] = list(after)
             _save_state(home, st)
+        counts["learned"] = _push_learned(mem, remote, data, local, name, team, owners)
         out[local] = {"team": team_owner(team), "as": name, **counts}
     return out
+
+
+def _curated(rec: dict[str, Any]) -> bool:
+    """A learned memory the user decided on here: edited, locked, approved or written by hand."""
+    return bool(rec.get("edited") or rec.get("locked") or rec.get("decided") == "active"
+                or (rec.get("data") or {}).get("origin") == "user")
+
+
+def _push_learned(mem: Remem, remote: Remote, data: dict[str, Any], local: str, name: str, team: str,
+                  owners: list[str]) -> dict[str, int]:
+    """Send the shared project's learned memories the user curated here since the last push; the team's
+    learner derives the others from the pushed turns. What the server kept its own way is reported."""
+    from .scope import Scope
+    from .team import CURATED_KINDS
+
+    home = mem.config.home
+    st = state(home)
+    since = float((st.get("push_learned") or {}).get(local) or 0.0)
+    area = mem.store.learned  # type: ignore[attr-defined]
+    rows = [r for r in area.list(Scope.of(owners, project=local), statuses=("active",))
+            if _curated(r) and r.get("kind") in CURATED_KINDS and float(r.get("updated_at") or 0) > since]
+    counts: dict[str, int] = {}
+    for start in range(0, len(rows), 200):
+        page = rows[start:start + 200]
+        body = {"team": team, "items": [{
+            "local_id": r["id"], "project": name, "kind": r["kind"], "text": r["text"], "slot": r.get("slot") or "",
+            "value": r.get("value") or "", "edited": bool(r.get("edited")), "locked": bool(r.get("locked")),
+            "evidence": [f"{data['home_id']}:{e['turn_id']}" for e in (r.get("evidence") or [])[:200]]}
+            for r in page if r.get("text")]}
+        if not body["items"]:
+            continue
+        got = remote.call("POST", "sync/learned", body=body)
+        st = state(home)
+        up = st.setdefault("up_conflicts", {})
+        for res in got.get("results") or []:
+            counts[res["status"]] = counts.get(res["status"], 0) + 1
+            mine = next((r for r in page if r["id"] == res.get("local_id")), None)
+            if res["status"] == "kept_server" and mine is not None:
+                up[mine["id"]] = {"owner": team_owner(team), "id": res["id"], "local_id": mine["id"],
+                                  "kept": "server (decided there)", "local": {"text": mine.get("text")},
+                                  "server": res.get("server")}
+            else:
+                up.pop(str(res.get("local_id")), None)
+        st.setdefault("push_learned", {})[local] = max(float(r.get("updated_at") or 0) for r in page)
+        _save_state(home, st)
+    return counts
 
 
 def _wire(row: dict[str, Any], home_id: str, project: str) -> dict[str, Any]:
@@ -516,4 +564,5 @@ def status(mem: Remem) -> dict[str, Any]:
                                                      after=(float(cur[0]), str(cur[1])), limit=10_000))
     return {"joined": True, "url": data["url"], "user": data.get("user"), "teams": data.get("teams") or [],
             "projects": {k: {"team": v["team"], "as": team_project(k, v)} for k, v in (data.get("projects") or {}).items()},
-            "waiting": waiting, "last": st.get("last"), "conflicts": st.get("conflicts") or []}
+            "waiting": waiting, "last": st.get("last"),
+            "conflicts": [*(st.get("conflicts") or []), *(st.get("up_conflicts") or {}).values()]}

@@ -68,6 +68,11 @@ class BatchResult:
         return c
 
 
+def turn_id(owner: str, source_key: str) -> str:
+    """A turn's id: derived from its owner and source key, so a re-import or a re-sent push is the same row."""
+    return "t_" + sha(owner, source_key)[:20]
+
+
 def plausible_ts(value: Any, now: float) -> float | None:
     """``value`` as epoch seconds when it is a finite time between 2000 and a day from now, else None."""
     if value is None or isinstance(value, bool):
@@ -161,7 +166,7 @@ def prepare(turn: TurnIn, *, max_bytes: int = MAX_TURN_BYTES, max_tool_output: i
                             (reply if status == "failed" else ""))
     size = len(request.encode()) + len(reply.encode()) + len(actions_json.encode())
     row = TurnRow(
-        id="t_" + sha(owner, source_key)[:20], source_key=source_key, owner=owner, agent=agent,
+        id=turn_id(owner, source_key), source_key=source_key, owner=owner, agent=agent,
         project=project, session_id=session_id, source_name=turn.source_name, kind=turn.kind or "turn",
         request=request, reply=reply, actions=actions_text, actions_json=actions_json, status=status,
         started_at=started_at, ended_at=ended_at, model=turn.model,

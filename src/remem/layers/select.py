@@ -165,7 +165,7 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
 
     # working state: only when asked to continue, and only the newest fresh one
     if entry == "resume" or (_CONTINUE.search(prompt or "") and new_session is not False):
-        states = [m for m in active if m.get("kind") == "working_state"
+        states = [m for m in active if m.get("kind") == "working_state" and not _is_team(m)  # one's own
                   and _age_days(m, now) <= WORKING_STATE_DAYS]
         if states:
             newest = max(states, key=lambda m: float((m.get("data") or {}).get("last_seen") or 0))
@@ -231,8 +231,29 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
     for m in chosen.values():
         m["retention"] = round(retention.of(m, now, half_lives), 4)
         m["score"] -= RETENTION_WEIGHT * max(0.0, FADING - m["retention"]) / FADING
-    out = sorted(chosen.values(), key=lambda m: -m["score"])
+    # the same memory held twice (the home's own and a team's mirror of it, both learned from the same
+    # turns) is shown once, at the better score: the home's own (the user curates and judges that one)
+    best: dict[tuple[str, ...], dict[str, Any]] = {}
+    for m in sorted(chosen.values(), key=lambda m: -m["score"]):
+        same = sameness(m)
+        cur = best.get(same)
+        if cur is None:
+            best[same] = m
+        elif _is_team(cur) and not _is_team(m):
+            best[same] = {**m, "score": cur["score"], "why": cur["why"]}
+    out = sorted(best.values(), key=lambda m: -m["score"])
     return out[:limit]
+
+
+def _is_team(m: dict[str, Any]) -> bool:
+    return str(m.get("owner") or "").startswith("team:")
+
+
+def sameness(m: dict[str, Any]) -> tuple[str, ...]:
+    """What makes two learned memories the same for a reader: kind and slot = value, else kind and text."""
+    if m.get("slot") and m.get("value"):
+        return (str(m.get("kind")), str(m["slot"]), str(m["value"]).lower())
+    return (str(m.get("kind")), " ".join(re.findall(r"\w+", str(m.get("text") or "").lower())))
 
 
 def recent_context(actions: Iterable[Any]) -> str:

@@ -59,7 +59,7 @@ USER_ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("GET", "memories/[^/]+"), ("DELETE", "memories/[^/]+"), ("POST", "turns"),
         ("GET", "sessions"), ("GET", "sessions/[^/]+/timeline"),
         ("POST", "recall/turn-start"), ("POST", "recall/session-start"), ("POST", "recall/repair"),
-        ("POST", "share"), ("POST", "sync/push"), ("GET", "sync/turns"), ("GET", "sync/learned"),
+        ("POST", "share"), ("POST", "sync/push"), ("GET", "sync/turns"), ("GET", "sync/learned"), ("POST", "sync/learned"),
         ("GET", "learned"), ("POST", "learned/learn"), ("GET", "learned/[^/]+"), ("GET", "learned/[^/]+/history"),
         ("POST", "learned/[^/]+/(edit|feedback|approve|reject|archive|lock|unlock|forget|delete|restore)"),
         ("POST", "learned/events/[0-9]+/rollback"),

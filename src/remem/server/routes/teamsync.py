@@ -41,6 +41,29 @@ def push(mem: Mem, who: deps.Who, body: PushBody) -> dict[str, Any]:
     return team.receive_push(mem, who, body.team, turns)
 
 
+class PushLearned(BaseModel):
+    local_id: str = Field("", max_length=100)
+    project: str = Field(min_length=1, max_length=500)
+    kind: str = Field(min_length=1, max_length=40)
+    text: str = Field(min_length=1, max_length=2000)
+    slot: str = Field("", max_length=200)
+    value: str = Field("", max_length=500)
+    edited: bool = False
+    locked: bool = False
+    evidence: list[str] = Field(default_factory=list, max_length=200)
+
+
+class PushLearnedBody(BaseModel):
+    team: str = Field(min_length=1, max_length=100)
+    items: list[PushLearned] = Field(min_length=1, max_length=500)
+
+
+@router.post("/sync/learned", summary="A laptop's curated learned memories of a shared project, onto the team's "
+             "(the server's decisions win)")
+def push_learned(mem: Mem, who: deps.Who, body: PushLearnedBody) -> dict[str, Any]:
+    return team.receive_learned(mem, who, body.team, [i.model_dump() for i in body.items])
+
+
 @router.get("/sync/turns", summary="One page of an owner's turns changed after a cursor, and its forgets")
 def pull_turns(mem: Mem, who: deps.Who, owner: Annotated[str, Query(min_length=1, max_length=200)],
                after_ts: float = 0.0, after_id: Annotated[str, Query(max_length=100)] = "",
