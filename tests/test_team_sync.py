@@ -350,6 +350,15 @@ def test_learned_memories_mirror_the_server_and_a_local_lock_wins(server, tmp_pa
         assert rows[locked]["text"].startswith("Use bun for every install")
     r = cli(b_home, "team", "status")
     assert r.returncode == 0 and "no conflicts" in r.stdout.lower(), r.stdout
+    # what Claude Code receives on bob's laptop through its real hook (no daemon: the hook reads the store)
+    payload = {"session_id": "bob-cc-1", "cwd": SHOP_B, "prompt": "install the dependencies for the cart page"}
+    h = subprocess.run([sys.executable, "-m", "remem.hook", "claude-code", "UserPromptSubmit"],
+                       input=json.dumps(payload), capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "REMEM_HOME": str(b_home), **laptop_env(b_home), "REMEM_PORT": "9"})
+    assert h.returncode == 0 and not h.stderr.strip(), h.stderr
+    context = json.loads(h.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert [i for i in (r["id"] for r in on_server) if i in context], context   # the team's learned memories
+    assert SHOP_B in context and "bun" in context                               # and its turns, in bob's folder
 
 
 def test_the_servers_forgets_reach_the_laptop(server, tmp_path):
@@ -499,3 +508,14 @@ def test_what_a_member_curated_goes_up_and_the_servers_decisions_win(server, tmp
         assert "Use bun. Never anything else." in packet["text"]
     got = admin.get(f"/api/v1/learned/{team_bun['id']}", params={"owner": "team:eng"}).json()
     assert got["text"] == "Use bun; pnpm only in the legacy admin app."
+
+
+def test_the_sync_benchmark_measures_a_real_push_and_pull(monkeypatch):
+    from remem.bench import team_sync
+
+    for var in ("REMEM_EMBEDDING_ENABLED", "REMEM_AUTO_SYNC", "HOME", "REMEM_DATABASE_URL"):
+        monkeypatch.setenv(var, os.environ.get(var, ""))      # restored after: the bench sets them
+    got = team_sync.run(150, os.environ.get("REMEM_DATABASE_URL") or None)
+    assert got["shared_turns"] > 0 and got["pulled"] == got["shared_turns"]
+    assert got["push_turns_per_s"] > 0 and got["pull_turns_per_s"] > 0
+    assert got["bob_packets_with_items"] != "0/24"
