@@ -155,6 +155,24 @@ def test_every_packet_with_items_is_recorded_with_ids_and_a_hash_never_text(mem)
     assert "packet_id" not in empty
 
 
+def test_the_same_packet_built_twice_moments_apart_is_one_record(mem, monkeypatch):
+    """A hook that gave up on a slow daemon builds the packet itself while the daemon records its own:
+    one record, so its outcome is judged (and its memories weakened or supported) once."""
+    prompt = "install the date picker dependency"
+    first = mem.turn_start(prompt, project=PROJECT, session="s10", agent="claude-code")
+    again = mem.turn_start(prompt, project=PROJECT, session="s10", agent="claude-code")
+    assert first["packet_id"] == again["packet_id"]
+    other = mem.turn_start("add the date picker to the checkout form", project=PROJECT, session="s10")
+    elsewhere = mem.turn_start(prompt, project=PROJECT, session="s11", agent="claude-code")
+    assert len({first["packet_id"], other["packet_id"], elsewhere["packet_id"]}) == 3
+    assert len(mem.store.packets.recent(mem.scope(), session="s10")) == 2
+    from remem import core
+
+    monkeypatch.setattr(core, "SAME_PACKET_SECONDS", -1.0)   # the same prompt later on is a packet of its own
+    later = mem.turn_start(prompt, project=PROJECT, session="s10", agent="claude-code")
+    assert later["packet_id"] not in (first["packet_id"], other["packet_id"])
+
+
 def test_packets_are_pruned_by_age_and_count(mem):
     area = mem.store.packets
     now = time.time()

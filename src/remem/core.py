@@ -27,6 +27,8 @@ EXPORT_VERSION = 1
 MAX_PENDING_ACCESS = 1000  # recall hits waiting to be counted (oldest dropped past this)
 ONNX_BACKLOG = tasks.ONNX_BACKLOG
 PRUNE_PACKETS_EVERY = 200  # every this many packet records, the old ones are pruned (learn.packets_*)
+SAME_PACKET_SECONDS = 60.0  # the same packet for the same prompt of a session this soon is one record: a
+#                             hook that gave up on a slow daemon builds it again while the daemon records its own
 log = logging.getLogger(__name__)
 
 
@@ -299,6 +301,9 @@ class Remem:
             return packet
         try:
             with self.store.transaction(wait=False):
+                same = _same_packet(area, rec, now)
+                if same is not None:
+                    return {**packet, "packet_id": same}
                 pid = area.add(rec)
                 if pid % PRUNE_PACKETS_EVERY == 0:
                     area.prune(before=now - 86400.0 * float(self.config.get("learn.packets_days")),
@@ -599,6 +604,18 @@ class Remem:
         from .layers import service
 
         return service.listing(self, self.scope(owner, project=project), status=status, kind=kind)
+
+
+def _same_packet(area: Any, rec: dict[str, Any], now: float) -> int | None:
+    """The id of this session's record of the very same packet made moments ago, if there is one."""
+    if not rec["session_id"]:
+        return None
+    for p in area.recent(Scope.of(rec["owner"]), session=rec["session_id"], limit=3):
+        if now - float(p["created_at"]) > SAME_PACKET_SECONDS:
+            break
+        if all(p.get(k) == rec[k] for k in ("entry", "prompt_hash", "turn_ids", "learned_ids", "project")):
+            return int(p["id"])
+    return None
 
 
 def _import_record(rec: Any, owner: str | None, default_owner: str) -> tuple[TurnIn, dict[str, Any]]:
