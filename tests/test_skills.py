@@ -79,6 +79,34 @@ def test_too_few_uses_or_one_session_make_no_skill():
     assert not skills_of(learn(one_session))            # six uses, one session
 
 
+def test_the_failing_command_run_again_with_other_arguments_is_a_procedure_not_a_skill():
+    msb = ("MSBuild version 17.8.3+195e7f5a3 for .NET\nMSBUILD : error MSB1009: Project file does not exist.\n"
+           "Switch: App.sln\n")
+    ok = "  App -> /src/App/bin/Debug/net8.0/App.dll\n\nBuild succeeded.\n    0 Warning(s)\n    0 Error(s)\n"
+    turns = [Turn(id=f"d{k}", session=f"d{k}", project=PROJECT, ts=T0 + k * DAY, index=1,
+                  request="build it", reply="Built with the project file named explicitly.",
+                  actions=[sh("dotnet build App.sln", msb, "failed"),
+                           sh(f"dotnet build src/App/App{k}.csproj", ok)]) for k in range(4)]
+    mems = learn(turns)
+    assert not skills_of(mems), [m.text for m in skills_of(mems)]
+    assert [m for m in mems if m.kind == "procedure"], [m.text for m in mems]   # what to do is still learned
+    # with a step of another family between, the fix is a recipe again
+    for t in turns:
+        t.actions.insert(1, sh("dotnet restore src/App", "Restored /src/App/App.csproj (in 212 ms)."))
+    assert skills_of(learn(turns))
+
+
+def test_a_sequence_skill_comes_in_by_the_words_of_the_tasks_it_followed():
+    seq = next(m for m in skills_of(learn(history())) if not m.data["trigger"]["signature"])
+    assert {"currency", "column", "invoice", "model"} <= set(seq.data["cue"]), seq.data["cue"]
+    rec = {"id": seq.id, "kind": "skill", "text": seq.text, "status": "active", "confidence": 0.8,
+           "data": seq.data, "sessions": 3, "updated_at": time.time()}
+    got = pick([rec], "add a refund_reason column to the invoice model", now=time.time())
+    assert [(m["id"], m["why"]) for m in got] == [(seq.id, "cue")]
+    assert not pick([rec], "the footer layout looks off on mobile", now=time.time())
+    assert not pick([rec], "what is the invoice total for march?", now=time.time())    # one cue word is not enough
+
+
 def test_a_failed_run_in_the_turn_is_no_sequence_use():
     turns = history()
     for t in turns[1::2]:

@@ -14,6 +14,8 @@ be named, and every picked item says which:
                 the packet gate, the search floor and this channel) clears ``MIN_WORDS_WEIGHT``,
                 or one identifier-like word (a path, a dotted or snake_case name, a tool the memory
                 is about) — common words ("please", "fix", "file") weigh nothing;
+* ``cue``       a sequence skill whose uses' requests shared words (``skills.cue``) meets a prompt with
+                two of them of that weight: the kind of task the recipe followed;
 * ``core``      the project's core facts and ≤ 3 must-follow rules, once per session (the first
                 prompt of a session, a sub-agent's task, or the session-start hook);
 * ``reminder``  on a prompt that asks the agent to act ("go ahead", "implement …", "add …", 改/实现),
@@ -218,6 +220,12 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
                 continue
         if not p_terms:
             continue
+        if m.get("kind") == "skill" and (m.get("data") or {}).get("cue"):
+            said = p_terms & set((m.get("data") or {})["cue"])          # the kind of task it followed
+            w = sum(reference_weight(x) for x in said)
+            if len(said) >= 2 and w >= MIN_WORDS_WEIGHT:
+                take(m, "cue", 1.0 + w / 4 + float(m.get("confidence") or 0))
+                continue
         shared = p_terms & terms(m.get("text", ""))
         if not shared:
             continue

@@ -4,7 +4,8 @@ recipe, with its parameters, learned deterministically from the turns (no LLM). 
 Two sources of *uses*:
 
 * an error → fix procedure (``procedures.py``): one use per fix, its steps the edits and commands
-  between the failure and the passing run, the passing run last;
+  between the failure and the passing run, the passing run last — not a fix that only re-ran the
+  failing command with other arguments (one step of its own families: the procedure is the recipe);
 * a recurring command sequence: one use per turn whose clean shell runs are ≥ 2 commands of the same
   families in the same order (``npm run build`` then ``npm test``), no open error in the turn.
 
@@ -14,6 +15,9 @@ use's order); a step's words that differ between uses are its *parameters* (``{p
 ``{arg1}``), the rest is the template. Each use keeps its parameter values, so filling a template
 with them gives back a command that use really ran: every command a skill names occurs in its
 evidence (``grounded`` checks it).
+
+A sequence skill also keeps a prompt *cue* (``cue``): the words its uses' requests share, so the
+kind of task it followed brings it into a packet before the agent has run anything.
 
 A skill's worth is measured where it is used (``trial``): injected in a packet, its trigger held
 (the error it is for appeared in the turn; a sequence skill's trigger is its relevance) and its last
@@ -99,6 +103,8 @@ def fix_uses(session_turns: list[Turn], observations: Iterable[Observation]) -> 
                 break
         if not steps or not steps[-1][0].startswith("run:"):
             continue
+        if len(steps) == 1 and steps[0][0] == "run:" + " && ".join(_fams(failing)):
+            continue      # the failing command run again with other arguments: the procedure says it all
         first = session_turns[start]
         out.append({"key": "skill:" + o.key, "source": o.key, "turn_id": first.id, "session": first.session,
                     "ts": first.ts, "project": first.project, "steps": steps[:MAX_STEPS],
@@ -127,7 +133,7 @@ def sequence_uses(session_turns: list[Turn]) -> list[dict[str, Any]]:
         ident = "\x1f".join(s for s, _ in steps)
         out.append({"key": "skill:seq:" + hashlib.sha1(ident.encode()).hexdigest()[:12], "source": "",
                     "turn_id": t.id, "session": t.session, "ts": t.ts, "project": t.project, "steps": steps,
-                    "signature": "", "command": ""})
+                    "signature": "", "command": "", "request": t.request[:2000]})
     return out
 
 
@@ -200,11 +206,29 @@ def _skill(uses: list[dict[str, Any]]) -> Observation | None:
             "eta": eta(0, 0), "trials": 0,        # untried (``apply_trials`` keeps them from the trials)
             "uses": [{"turn": u["turn_id"], "session": u["session"], "values": v}
                      for u, v in list(zip(uses, per_use, strict=True))[-MAX_USES_KEPT:]]}
+    if not sig:
+        data["cue"] = cue(uses)
     terms = frozenset(w for s in runs for f in s["families"] for w in re.findall(r"[a-z]\w+", f.lower()))
     return Observation(kind="skill", key=first["key"], text=text, project=first["project"], data=data,
                        evidence=Evidence(turn_id=first["turn_id"], session=first["session"], ts=first["ts"],
                                          source="inferred"),
                        terms=terms | frozenset(re.findall(r"[a-z]\w+", sig.lower())))
+
+
+def cue(uses: list[dict[str, Any]]) -> list[str]:
+    """A sequence skill's prompt cue: the words the user's requests shared in at least half of its uses
+    (two at least), e.g. "model", "column", "migration" for a check run after every schema change. What
+    the user asks, not what the agent ran: a prompt with these words is the kind of task this recipe
+    followed (``select.pick`` brings it in by them, as it brings a memory in by its words)."""
+    from .clean import user_voice
+    from .select import terms
+
+    counts: dict[str, int] = defaultdict(int)
+    for u in uses:
+        for w in terms(user_voice(u.get("request") or "")):
+            counts[w] += 1
+    need = max(2, (len(uses) + 1) // 2)
+    return sorted(w for w, n in counts.items() if n >= need)[:16]
 
 
 def skill_observations(uses: Iterable[dict[str, Any]]) -> list[Observation]:
