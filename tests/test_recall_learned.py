@@ -206,3 +206,22 @@ def test_continue_gets_the_working_state_at_a_sessions_start_not_in_its_middle(m
     assert [i["kind"] for i in learned_items(fresh) if i["why"] == "resume"] == ["working_state"]
     middle = entry.turn_start(mem.recall, "continue", mem.scope(), project=PROJECT, session="s4", now=now)
     assert not [i for i in learned_items(middle) if i["kind"] == "working_state"], middle["items"]
+
+
+def test_the_packets_order_fades_memories_by_the_configured_half_lives(remem_home):
+    """learn.retention.half_life_* reach the packet's ranking, not only the archive rule."""
+    from remem.recall import learned as recall_learned
+
+    def retention_of_test_command(m) -> float:
+        got = recall_learned.pick(m.recall, "run the tests before we ship the cart", m.scope(), entry="turn_start",
+                                  project=PROJECT, now=m.recall.clock())
+        return next(i["retention"] for i in got if "bun test" in i["text"] and i["kind"] == "fact")
+
+    with remem.open() as m:
+        seed(m)
+        m.learn()
+        default = retention_of_test_command(m)
+    (remem_home / "config.yaml").write_text("learn:\n  retention:\n    half_life_facts: 3650\n", encoding="utf-8")
+    with remem.open() as m:
+        slow = retention_of_test_command(m)
+    assert slow > default + 0.1, (default, slow)     # a year-old fact barely faded with a ten-year half-life

@@ -21,11 +21,15 @@ from . import okapi
 
 @dataclass(frozen=True, slots=True)
 class RecallSettings:
-    """The settings recall reads (``embedding.enabled``, ``embedding.related_margin``, ``recall.token_budget``)."""
+    """The settings recall reads (``embedding.enabled``, ``embedding.related_margin``, ``recall.token_budget``,
+    ``learn.retention.half_life_*``)."""
 
     embedding_enabled: bool = True
     related_margin: float | str = "auto"  # a vector hit's margin over the typical memory; "auto": the model's
     token_budget: int = 2000              # the packet's default budget (turn_start)
+    half_lives: tuple[float, ...] = ()    # learn.retention.half_life_* in ``layers.retention.HalfLives``'
+    #                                       order (rules, decisions, facts, procedures, working state, other);
+    #                                       empty: its defaults. Fading memories sink in a packet's order.
 
 
 def _no_embedder() -> Any:

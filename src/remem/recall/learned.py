@@ -62,6 +62,10 @@ def pick(ctx: RecallContext, prompt: str, scope: Scope, *, entry: str, project: 
         return []
     new = first_of_session(ctx, scope, session) if session and entry == "turn_start" else None
     first = entry == "session_start" or (entry == "turn_start" and not core_shown and bool(new))
+    from ..layers.retention import HalfLives
+
+    lives = ctx.settings.half_lives
     got = choose(active, prompt, entry=entry, first_of_session=first, now=now, new_session=new,
-                 recent_context=_recent(ctx, scope, session) if not new else "")
+                 recent_context=_recent(ctx, scope, session) if not new else "",
+                 half_lives=HalfLives(*lives) if len(lives) == 6 else None)
     return [{**m, "layer": m.get("layer") or "L2"} for m in got]
