@@ -519,3 +519,21 @@ def test_the_sync_benchmark_measures_a_real_push_and_pull(monkeypatch):
     assert got["shared_turns"] > 0 and got["pulled"] == got["shared_turns"]
     assert got["push_turns_per_s"] > 0 and got["pull_turns_per_s"] > 0
     assert got["bob_packets_with_items"] != "0/24"
+
+
+def test_one_sync_of_a_home_at_a_time(server, tmp_path):
+    """The daemon's scheduled sync and `remem team sync` would read and write the same cursors: the
+    second waits for the first, and gives up with a clear error when it does not end."""
+    import fcntl
+
+    a_home = alice_laptop(tmp_path, server)
+    fd = os.open(a_home / teamsync.LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)                 # another sync of this home is running
+    with open_laptop(a_home) as a:
+        with pytest.raises(teamsync.SyncError, match="another team sync of this home"):
+            teamsync._one_at_a_time(a_home, 0.5).__enter__()
+        threading.Timer(0.5, lambda: os.close(fd)).start()   # ... and ends
+        t0 = time.monotonic()
+        out = teamsync.sync(a)
+        assert time.monotonic() - t0 >= 0.4 and out["pushed"][SHOP_A]["sent"] == 7
+    assert len(team_turns(server["admin"])) == 7

@@ -30,6 +30,7 @@ project rules), ``team-token`` (the token, like the home's ``token``) and ``team
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -37,11 +38,17 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import RememError
 from .team import TEAM_PREFIX, check_name, team_owner
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on POSIX: syncs are not serialised
+    fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from .core import Remem
@@ -285,10 +292,45 @@ def team_project(local: str, rule: dict[str, Any]) -> str:
 
 
 # -- sync -----------------------------------------------------------------------------------------
+LOCK = "team-sync.lock"
+LOCK_WAIT = 120.0        # seconds a sync waits for another one of this home (the daemon's, a CLI's)
+
+
+@contextlib.contextmanager
+def _one_at_a_time(home: Path, wait: float = LOCK_WAIT) -> Iterator[None]:
+    """One sync of a home at a time (the daemon's scheduled one and ``remem team sync``): both would
+    read and write the same cursors. The lock is the kernel's (``flock``): a killed sync holds none."""
+    if fcntl is None:
+        yield
+        return
+    home.mkdir(parents=True, exist_ok=True)
+    fd = os.open(home / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise SyncError(f"another team sync of this home has run for over {wait:.0f} s; "
+                                    "try again when it ends (remem team status)") from None
+                time.sleep(0.2)
+        yield
+    finally:
+        os.close(fd)      # closing the descriptor releases the lock
+
+
 def sync(mem: Remem, *, push: bool = True, pull: bool = True) -> dict[str, Any]:
     """Push the shared projects' new turns, then pull every team's; returns what moved. Each
     acknowledged page advances its saved cursor, so an interrupted sync resumes without loss, and
-    every write is idempotent (stable keys), so a page sent twice adds nothing."""
+    every write is idempotent (stable keys), so a page sent twice adds nothing. One sync of a home
+    runs at a time; a second waits for the first."""
+    with _one_at_a_time(mem.config.home):
+        return _sync(mem, push=push, pull=pull)
+
+
+def _sync(mem: Remem, *, push: bool, pull: bool) -> dict[str, Any]:
     home = mem.config.home
     remote = _remote(mem)
     data = link(home)
