@@ -421,6 +421,8 @@ def test_a_laptop_daemon_syncs_by_itself(server, tmp_path):
         while len(team_turns(server["admin"])) < 8 and time.monotonic() < deadline:
             time.sleep(0.5)
         assert any("cart-total.ts" in t["request"] for t in team_turns(server["admin"]))
+        owners = d.get("/api/v1/owners").json()
+        assert owners["default"] == "default" and "team:eng" in owners["owners"]     # the viewer's owner picker
 
 
 # -- what an agent on the laptop receives ------------------------------------------------------------

@@ -204,7 +204,7 @@ def whoami(mem: Mem, who: deps.Who) -> dict[str, Any]:
             "reads": list(who.readable)}
 
 
-@router.get("/owners", summary="Owners (profiles) known from settings")
+@router.get("/owners", summary="Owners (profiles) known from settings, and the teams this home mirrors")
 def list_owners(mem: Mem, who: deps.Who) -> dict[str, Any]:
     if not who.is_home:  # a user's own owner first (where its writes go), then its teams'
         return {"default": who.owner, "owners": list(who.readable)}
@@ -215,4 +215,7 @@ def list_owners(mem: Mem, who: deps.Who) -> dict[str, Any]:
             out.append(s.owner)
         elif s.isolated:
             out.append(f"agent:{agent}")
+    from ...teamsync import mirrored_owners
+
+    out += mirrored_owners(mem.home)       # the teams a joined laptop mirrors (remem team join)
     return {"default": out[0], "owners": list(dict.fromkeys(out))}
