@@ -196,8 +196,8 @@ class Proxy:
     """A loopback HTTP proxy in front of the server that can, on the Nth push, forward the request
     (the server writes it) and then hold the answer back until released, or cut the connection."""
 
-    def __init__(self, upstream: str) -> None:
-        self.upstream, self.pushes, self.hold_at = upstream, 0, 0
+    def __init__(self, upstream: str, hold: str = "/sync/push") -> None:
+        self.upstream, self.pushes, self.hold_at, self.hold = upstream, 0, 0, hold
         self.held, self.release = threading.Event(), threading.Event()
         outer = self
 
@@ -216,7 +216,7 @@ class Proxy:
                         status, data, ctype = r.status, r.read(), r.headers.get("Content-Type", "")
                 except urllib.error.HTTPError as e:
                     status, data, ctype = e.code, e.read(), e.headers.get("Content-Type", "")
-                if "/sync/push" in self.path:
+                if outer.hold in self.path:
                     outer.pushes += 1
                     if outer.pushes == outer.hold_at:
                         outer.held.set()                # the server has written this page
@@ -286,6 +286,41 @@ def test_a_killed_sync_resumes_and_the_server_holds_each_turn_once(server, tmp_p
         assert json.loads((home / "team-state.json").read_text())["push"] == json.loads(before)["push"]
         with open_laptop(home) as m:
             assert teamsync.status(m)["waiting"] == {SHOP_A: 1}
+    finally:
+        proxy.close()
+
+
+def test_a_pull_killed_midway_resumes_without_a_duplicate_or_a_loss(server, tmp_path):
+    a_home = alice_laptop(tmp_path, server)
+    with open_laptop(a_home) as a:
+        teamsync.sync(a)
+    assert server["admin"].post("/api/v1/learned/learn", params={"owner": "team:eng"}).status_code == 200
+    proxy = Proxy(server["url"], hold="/sync/learned")
+    try:
+        home = tmp_path / "bob"
+        with open_laptop(home) as b:
+            teamsync.join(b, proxy.url, server["tokens"]["bob"])
+        proxy.hold_at = 1                          # the team's turns are written here, then the learned
+        env = {**os.environ, "REMEM_HOME": str(home), **laptop_env(home)}  # memories' answer never comes
+        proc = subprocess.Popen([sys.executable, "-m", "remem", "team", "sync", "--json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        assert proxy.held.wait(60), proc.communicate(timeout=5)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        with open_laptop(home) as b:
+            assert len(b.store.turns.page(b.scope("team:eng"), limit=100)) == 7
+            assert not b.learned(owner="team:eng", status="all")
+        proxy.release.set()
+        proxy.hold_at = 0
+        r = cli(home, "team", "sync", "--json")
+        assert r.returncode == 0, r.stderr
+        got = json.loads(r.stdout)
+        assert got["pulled"]["team:eng"]["written"] == 0 and got["pulled"]["team:eng"].get("duplicate") == 7
+        with open_laptop(home) as b:
+            rows = b.store.turns.page(b.scope("team:eng"), limit=100)
+            assert len(rows) == len({r["id"] for r in rows}) == 7
+            on_server = server["admin"].get("/api/v1/learned", params={"owner": "team:eng", "status": "all"}).json()
+            assert {r["id"] for r in b.learned(owner="team:eng", status="all")} == {r["id"] for r in on_server["items"]}
     finally:
         proxy.close()
 
