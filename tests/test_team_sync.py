@@ -415,6 +415,49 @@ def test_the_servers_forgets_reach_the_laptop(server, tmp_path):
         assert victim["id"] not in {r["id"] for r in b.store.turns.page(b.scope("team:eng"), limit=100)}
 
 
+def test_what_a_member_forgets_on_the_laptop_leaves_the_team(server, tmp_path):
+    admin = server["admin"]
+    a_home = alice_laptop(tmp_path, server)
+    b_home = bob_laptop(tmp_path, server)
+    with open_laptop(a_home) as a:
+        teamsync.sync(a)
+        mine = a.store.turns.page(a.scope(project=SHOP_A), limit=100, order="asc")
+    with open_laptop(b_home) as b:
+        teamsync.sync(b)
+        assert len(b.store.turns.page(b.scope("team:eng"), limit=100)) == 7
+    # bob cannot forget alice's turns by naming her keys: his keys are his own
+    bob = httpx.Client(base_url=server["url"], headers={"Authorization": f"Bearer {server['tokens']['bob']}"})
+    with bob:
+        hid = json.loads((a_home / "team.json").read_text())["home_id"]
+        r = bob.post("/api/v1/sync/forget", json={"team": "eng", "turns": [f"{hid}:{t['id']}" for t in mine],
+                                                  "sessions": ["s1", "s2"]})
+        assert r.status_code == 200 and r.json()["forgotten"] == 0
+        assert bob.post("/api/v1/sync/forget", json={"team": "ops", "turns": ["x"]}).status_code == 403
+    assert len(team_turns(admin)) == 8
+    chinese = next(t for t in mine if "报错" in t["request"])
+    with open_laptop(a_home) as a:
+        a.forget(ids=[chinese["id"]])
+        a.forget(session="s1")                                     # three turns
+        out = teamsync.sync(a)
+        assert out["pushed"][SHOP_A]["forgotten"] == 4
+        assert teamsync.sync(a)["pushed"][SHOP_A]["forgotten"] == 0          # told once
+    left = team_turns(admin)
+    assert len(left) == 4 and not [t for t in left if "报错" in t["request"] or t["session_id"] == "s1"]
+    assert any(t["session_id"] == "b1" for t in left)                      # bob's own turn stays
+    with open_laptop(b_home) as b:
+        got = teamsync.sync(b)
+        assert got["pulled"]["team:eng"]["forgotten"] == 4
+        assert len(b.store.turns.page(b.scope("team:eng"), limit=100)) == 3
+    # pushed again (another laptop of alice's still holding it), a forgotten turn stays out of the team
+    alice = httpx.Client(base_url=server["url"], headers={"Authorization": f"Bearer {server['tokens']['alice']}"})
+    with alice:
+        again = alice.post("/api/v1/sync/push", json={"team": "eng", "turns": [{
+            "request": chinese["request"], "reply": chinese["reply"], "agent": "claude-code", "project": "shop-web",
+            "session_id": "s2", "source_key": f"{hid}:{chinese['id']}"}]})
+    assert again.status_code == 200 and again.json()["counts"] == {"skipped_forgotten": 1}, again.text
+    assert len(team_turns(admin)) == 4
+
+
 def test_a_user_pushes_and_pulls_only_their_own_teams(server):
     alice = httpx.Client(base_url=server["url"], headers={"Authorization": f"Bearer {server['tokens']['alice']}"})
     carol = httpx.Client(base_url=server["url"], headers={"Authorization": f"Bearer {server['tokens']['carol']}"})

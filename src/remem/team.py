@@ -438,3 +438,28 @@ def receive_learned(mem: Remem, principal: Principal, team: str, items: list[dic
         mem.store.audit.record("sync_learned", owner=target, target=by,
                                detail={s: sum(1 for o in out if o["status"] == s) for s in {o["status"] for o in out}})
     return {"team": target, "results": out}
+
+
+def receive_forget(mem: Remem, principal: Principal, team: str, *, turns: list[str],
+                   sessions: list[str]) -> dict[str, Any]:
+    """``POST /api/v1/sync/forget``: what a member forgot on the laptop leaves the team too — only the
+    copies that member pushed (``turns``: the laptop's keys; ``sessions``: session ids, of which only
+    that member's pushed turns go). Forgotten with tombstones: a later push of the same key stays out,
+    and the other laptops forget them at their next pull."""
+    from .ingest.pipeline import turn_id
+    from .scope import Scope
+
+    target = principal.shares_to(team)
+    if principal.is_home and not mem.store.users.team_exists(target[len(TEAM_PREFIX):]):
+        raise TeamError(f"no team {target[len(TEAM_PREFIX):]}")
+    ids = {turn_id(target, sync_key(principal, k)) for k in turns if k}
+    mine = sync_key(principal, "")
+    for sid in {s for s in sessions if s}:
+        rows = mem.store.turns.page(Scope.of(target), session_id=sid, limit=5000)
+        ids |= {r["id"] for r in rows if str(r.get("source_key") or "").startswith(mine)}
+    have = mem.store.turns.get_many(Scope.of(target), sorted(ids)) if ids else {}
+    gone = mem.forget(ids=sorted(have), owner=target) if have else []
+    if gone:
+        mem.store.audit.record("sync_forget", owner=target, target=principal.owner or "home",
+                               detail={"turns": len(gone)})
+    return {"team": target, "forgotten": len(gone)}

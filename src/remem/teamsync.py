@@ -374,6 +374,7 @@ def _push(mem: Remem, remote: Remote, data: dict[str, Any]) -> dict[str, Any]:
     home = mem.config.home
     out: dict[str, Any] = {}
     owners = _local_owners(mem, home)
+    forgotten = _push_forgets(mem, remote, data, owners)
     for local, rule in sorted((data.get("projects") or {}).items()):
         name, team = team_project(local, rule), rule["team"]
         st = state(home)
@@ -395,7 +396,35 @@ def _push(mem: Remem, remote: Remote, data: dict[str, Any]) -> dict[str, Any]:
             st.setdefault("push", {})[local] = list(after)
             _save_state(home, st)
         counts["learned"] = _push_learned(mem, remote, data, local, name, team, owners)
+        counts["forgotten"] = forgotten.get(team, 0)
         out[local] = {"team": team_owner(team), "as": name, **counts}
+    return out
+
+
+def _push_forgets(mem: Remem, remote: Remote, data: dict[str, Any], owners: list[str]) -> dict[str, int]:
+    """What the user forgot here since the last sync leaves the teams it was shared with: the
+    server forgets the copies this user pushed (a forgotten turn's key, a forgotten session's turns).
+    A tombstone carries no project, so every team a rule shares with is told; ids only, never text."""
+    from .scope import Scope
+
+    home = mem.config.home
+    teams = sorted({r["team"] for r in (data.get("projects") or {}).values()})
+    if not teams or not owners:
+        return {}
+    st = state(home)
+    since = float(st.get("push_forgets") or data.get("joined_at") or 0.0)
+    gone = mem.store.tombstones.since(Scope.of(owners), since, limit=5000)
+    if not gone:
+        return {}
+    turns = [f"{data['home_id']}:{g['turn_id']}" for g in gone if g.get("kind") == "turn" and g.get("turn_id")]
+    sessions = [str(g["key"]) for g in gone if g.get("kind") == "session" and g.get("key")]
+    out = {}
+    for team in teams:
+        got = remote.call("POST", "sync/forget", body={"team": team, "turns": turns, "sessions": sessions})
+        out[team] = int(got.get("forgotten") or 0)
+    st = state(home)
+    st["push_forgets"] = max(float(g.get("created_at") or 0) for g in gone) + 1e-6   # each is told once
+    _save_state(home, st)
     return out
 
 

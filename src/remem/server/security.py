@@ -60,6 +60,7 @@ USER_ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("GET", "sessions"), ("GET", "sessions/[^/]+/timeline"),
         ("POST", "recall/turn-start"), ("POST", "recall/session-start"), ("POST", "recall/repair"),
         ("POST", "share"), ("POST", "sync/push"), ("GET", "sync/turns"), ("GET", "sync/learned"), ("POST", "sync/learned"),
+        ("POST", "sync/forget"),
         ("GET", "learned"), ("POST", "learned/learn"), ("GET", "learned/[^/]+"), ("GET", "learned/[^/]+/history"),
         ("POST", "learned/[^/]+/(edit|feedback|approve|reject|archive|lock|unlock|forget|delete|restore)"),
         ("POST", "learned/events/[0-9]+/rollback"),

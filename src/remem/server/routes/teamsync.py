@@ -64,6 +64,17 @@ def push_learned(mem: Mem, who: deps.Who, body: PushLearnedBody) -> dict[str, An
     return team.receive_learned(mem, who, body.team, [i.model_dump() for i in body.items])
 
 
+class ForgetBody(BaseModel):
+    team: str = Field(min_length=1, max_length=100)
+    turns: list[Annotated[str, Field(max_length=400)]] = Field(default_factory=list, max_length=5000)
+    sessions: list[Annotated[str, Field(max_length=400)]] = Field(default_factory=list, max_length=500)
+
+
+@router.post("/sync/forget", summary="Forget the team's copies of turns a member forgot on the laptop (its own pushes only)")
+def push_forget(mem: Mem, who: deps.Who, body: ForgetBody) -> dict[str, Any]:
+    return team.receive_forget(mem, who, body.team, turns=body.turns, sessions=body.sessions)
+
+
 @router.get("/sync/turns", summary="One page of an owner's turns changed after a cursor, and its forgets")
 def pull_turns(mem: Mem, who: deps.Who, owner: Annotated[str, Query(min_length=1, max_length=200)],
                after_ts: float = 0.0, after_id: Annotated[str, Query(max_length=100)] = "",
