@@ -181,9 +181,16 @@ def test_leave_and_forget(server, tmp_path):
     with open_laptop(b_home) as b:
         teamsync.sync(b)
         assert b.store.turns.page(b.scope("team:eng"))
-    r = cli(b_home, "team", "leave", "--forget")
-    assert r.returncode == 0, r.stderr
-    assert not any((b_home / n).exists() for n in ("team.json", "team-token", "team-state.json"))
+    r = cli(b_home, "team", "leave")
+    assert r.returncode == 0 and "no longer recalled (team:eng)" in r.stdout, r.stdout
+    with open_laptop(b_home) as b:
+        assert b.store.turns.page(b.scope("team:eng"))                 # kept ...
+        assert not b.search("coupon applied after tax")                # ... and no longer recalled
+    r = cli(b_home, "team", "leave", "--forget")                        # after leaving: still finds them
+    assert r.returncode == 0 and "7 team turns deleted here" in r.stdout, r.stdout
+    assert not any((b_home / n).exists() for n in ("team.json", "team-token", "team-state.json", "team-left.json"))
+    r = cli(b_home, "team", "leave")
+    assert r.returncode == 0 and r.stdout.strip() == "not joined to a team server", r.stdout
     with open_laptop(b_home) as b:
         assert not b.store.turns.page(b.scope("team:eng"))
         assert b.store.turns.page(b.scope("default"))      # bob's own memory stays

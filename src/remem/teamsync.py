@@ -202,6 +202,7 @@ def join(mem: Remem, url: str, token: str, *, projects: dict[str, str] | None = 
         data["projects"][_project_key(path)] = _rule(data, team, None)
     _write_private(home / TOKEN, token.strip(), raw=True)
     _save_link(home, data)
+    (home / LEFT).unlink(missing_ok=True)
     if old.get("url") and old.get("url") != remote.url:
         _save_state(home, {})   # another server: its cursors mean nothing here
     mem.store.audit.record("team_join", target=remote.url, detail={"user": data["user"], "teams": data["teams"]})
@@ -251,18 +252,34 @@ def remove_project(mem: Remem, path: str) -> bool:
     return True
 
 
+LEFT = "team-left.json"   # the teams a home left without --forget: `remem team leave --forget` finds them
+
+
 def leave(mem: Remem, *, forget: bool = False) -> dict[str, Any]:
     """Unlink this home from its server; ``forget`` also deletes the mirrored teams' turns and
-    learned memories here (without tombstones: joining again brings them back)."""
+    learned memories here (without tombstones: joining again brings them back) — also after a
+    plain leave, whose teams are remembered for it. Kept, they are no longer recalled."""
     home = mem.config.home
-    owners = mirrored_owners(home)
+    url = str(link(home).get("url") or "")
+    joined = bool(url)
+    left = _read(home / LEFT)
+    owners = tuple(dict.fromkeys([*mirrored_owners(home), *(o for o in left.get("owners") or []
+                                                            if isinstance(o, str) and o.startswith(TEAM_PREFIX))]))
+    if not joined and not owners:
+        return {"left": False, "forgotten": 0, "owners": []}
     gone = 0
     if forget and owners:
         gone = len(_drop_owners(mem, owners))
+        (home / LEFT).unlink(missing_ok=True)
+    elif owners:
+        _write_private(home / LEFT, {"owners": list(owners), "url": url or left.get("url"),
+                                     "left_at": time.time()})
     for name in (LINK, TOKEN, STATE):
         (home / name).unlink(missing_ok=True)
     _cache.pop(str(home / LINK), None)
-    return {"left": True, "forgotten": gone, "owners": list(owners)}
+    if joined:
+        mem.store.audit.record("team_leave", target=url, detail={"forget": forget})
+    return {"left": joined, "forgotten": gone, "owners": list(owners)}
 
 
 def _drop_owners(mem: Remem, owners: tuple[str, ...]) -> list[str]:

@@ -251,9 +251,14 @@ def team_leave(ctx: click.Context, forget: bool) -> None:
     from .. import teamsync
 
     got = teamsync.leave(open_mem(ctx), forget=forget)
-    click.echo("left the team server" + (f"; {count(got['forgotten'], 'team turn')} deleted here" if forget else
-                                          f"; the teams' memories stay here ({', '.join(got['owners']) or '-'}): "
-                                          "remem team leave --forget deletes them"))
+    head = "left the team server" if got["left"] else "not joined to a team server"
+    if forget:
+        click.echo(f"{head}; {count(got['forgotten'], 'team turn')} deleted here")
+    elif got["owners"]:
+        click.echo(f"{head}; the teams' memories stay here, no longer recalled ({', '.join(got['owners'])}): "
+                   "remem team leave --forget deletes them")
+    else:
+        click.echo(head)
 
 
 @team.group("project")
