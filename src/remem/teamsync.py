@@ -648,8 +648,8 @@ def status(mem: Remem) -> dict[str, Any]:
     owners = _local_owners(mem, home)
     for local in data.get("projects") or {}:
         cur = (st.get("push") or {}).get(local) or [0.0, ""]
-        waiting[local] = len(mem.store.turns.changed(Scope.of(owners, project=local),
-                                                     after=(float(cur[0]), str(cur[1])), limit=10_000))
+        waiting[local] = mem.store.turns.count_changed(Scope.of(owners, project=local),
+                                                       after=(float(cur[0]), str(cur[1])))
     return {"joined": True, "url": data["url"], "user": data.get("user"), "teams": data.get("teams") or [],
             "projects": {k: {"team": v["team"], "as": team_project(k, v)} for k, v in (data.get("projects") or {}).items()},
             "waiting": waiting, "last": st.get("last"),

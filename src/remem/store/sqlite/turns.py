@@ -163,6 +163,14 @@ def changed(db: sqlite3.Connection, scope: Scope, *, after: tuple[float, str] = 
         [*params, after[0], after[0], after[1], limit])]
 
 
+def count_changed(db: sqlite3.Connection, scope: Scope, *, after: tuple[float, str] = (0.0, "")) -> int:
+    """How many turns ``changed`` would page through after ``after`` (what waits to go up)."""
+    where, params = scope.sql()
+    return int(db.execute(
+        f"SELECT count(*) FROM turns WHERE {where} AND deleted = 0 AND (updated_at > ? OR "
+        f"(updated_at = ? AND id > ?))", [*params, after[0], after[0], after[1]]).fetchone()[0])
+
+
 def touch(db: sqlite3.Connection, scope: Scope, ids: list[str], now: float | None = None) -> None:
     if not ids:
         return
@@ -349,6 +357,9 @@ class SqliteTurns:
     def changed(self, scope: Scope, *, after: tuple[float, str] = (0.0, ""),
                 limit: int = 200) -> list[dict[str, Any]]:
         return changed(self._db, scope, after=after, limit=limit)
+
+    def count_changed(self, scope: Scope, *, after: tuple[float, str] = (0.0, "")) -> int:
+        return count_changed(self._db, scope, after=after)
 
     def sessions(self, scope: Scope, *, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
         return list_sessions(self._db, scope, limit=limit, offset=offset)
