@@ -391,3 +391,9 @@ def p006_team(db: PgConnection) -> None:
         added_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (team, user_name));
     CREATE INDEX team_members_user ON team_members(user_name);
     """)
+
+
+@migration
+def p009_sync_order(db: PgConnection) -> None:
+    """Team sync pages an owner's turns by (updated_at, id) (SQLite's m017_sync_order)."""
+    script(db, "CREATE INDEX IF NOT EXISTS turns_owner_changed ON turns(owner, updated_at, id);")

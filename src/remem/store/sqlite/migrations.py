@@ -689,3 +689,11 @@ def m014_team(db: sqlite3.Connection) -> None:
             added_at REAL NOT NULL, PRIMARY KEY (team, user_name));
         CREATE INDEX team_members_user ON team_members(user_name);
         """)
+
+
+@migration
+def m017_sync_order(db: sqlite3.Connection) -> None:
+    """Team sync (issue 17) pages an owner's turns by (updated_at, id) — the server for each laptop's
+    pull, the laptop for its push: an index in that order, so a page is a range read, not a sort of
+    the owner's whole history."""
+    script(db, "CREATE INDEX IF NOT EXISTS turns_owner_changed ON turns(owner, updated_at, id);")

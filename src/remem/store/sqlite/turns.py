@@ -158,17 +158,16 @@ def changed(db: sqlite3.Connection, scope: Scope, *, after: tuple[float, str] = 
     nothing and a cursor is two values."""
     where, params = scope.sql()
     return [row_to_dict(r) for r in db.execute(
-        f"SELECT {COLUMNS} FROM turns WHERE {where} AND deleted = 0 AND (updated_at > ? OR "
-        f"(updated_at = ? AND id > ?)) ORDER BY updated_at, id LIMIT ?",
-        [*params, after[0], after[0], after[1], limit])]
+        f"SELECT {COLUMNS} FROM turns WHERE {where} AND deleted = 0 AND (updated_at, id) > (?, ?) "
+        f"ORDER BY updated_at, id LIMIT ?", [*params, after[0], after[1], limit])]
 
 
 def count_changed(db: sqlite3.Connection, scope: Scope, *, after: tuple[float, str] = (0.0, "")) -> int:
     """How many turns ``changed`` would page through after ``after`` (what waits to go up)."""
     where, params = scope.sql()
     return int(db.execute(
-        f"SELECT count(*) FROM turns WHERE {where} AND deleted = 0 AND (updated_at > ? OR "
-        f"(updated_at = ? AND id > ?))", [*params, after[0], after[0], after[1]]).fetchone()[0])
+        f"SELECT count(*) FROM turns WHERE {where} AND deleted = 0 AND (updated_at, id) > (?, ?)",
+        [*params, after[0], after[1]]).fetchone()[0])
 
 
 def touch(db: sqlite3.Connection, scope: Scope, ids: list[str], now: float | None = None) -> None:
