@@ -159,6 +159,7 @@ def test_a_shared_project_goes_up_and_the_team_comes_down(server, tmp_path):
         assert {h["owner"] for h in b.search("checkout button design system Button")} >= {"default"}
         packet = b.turn_start("the coupon total is wrong again, what did we do last time?", project=SHOP_B)
         assert "coupon" in packet["text"] and packet["items"]
+        assert "· team eng, from alice · id t_" in packet["text"], packet["text"]   # whose turn it was
         assert b.turn_start("checkout Button design system", project=SHOP_B)["items"]
         again = teamsync.sync(b)
         assert again["pushed"][SHOP_B]["sent"] == 0 and again["pulled"]["team:eng"]["written"] == 0
@@ -356,6 +357,7 @@ def test_learned_memories_mirror_the_server_and_a_local_lock_wins(server, tmp_pa
         assert {r["project"] for r in here.values()} <= {SHOP_B, ""}
         packet = b.turn_start("install the dependencies for the cart page", project=SHOP_B)
         assert "bun" in packet["text"].lower(), packet["text"]
+        assert "ago · team eng · id m_" in packet["text"], packet["text"]            # a team's learned memory
         locked, other, gone = sorted(r["id"] for r in on_server if r["status"] == "active")[:3]
         service.act(b, b.scope("team:eng"), locked, "lock")
         unchanged = teamsync.sync(b)

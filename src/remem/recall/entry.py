@@ -64,6 +64,8 @@ def _items(ctx: RecallContext, scope: Scope, ranked: Ranked, order: list[tuple[s
             "request": row["request"], "reply": row["reply"], "error_sigs": row["error_sigs"],
             "created_at": row["created_at"], "updated_at": row["updated_at"],
             "last_update": row.get("ended_at") or row.get("started_at") or row["updated_at"],
+            "shared_by": next((str(x)[len("shared-by:"):] for x in row.get("tags") or ()
+                               if str(x).startswith("shared-by:")), ""),
             "details": ranked.details.get(t, {}),
         })
     return out

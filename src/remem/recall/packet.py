@@ -136,11 +136,23 @@ def _indent(text: str) -> str:
     return indent_lines(text, "   ")
 
 
+def _whose(item: dict[str, Any]) -> tuple[str, ...]:
+    """A team's memory says so (``team eng``, and who shared it): the agent can tell a teammate's
+    session from the user's own."""
+    owner = str(item.get("owner") or "")
+    if not owner.startswith("team:"):
+        return ()
+    by = str(item.get("shared_by") or "")
+    by = by[len("user:"):] if by.startswith("user:") else by
+    return (f"team {owner[5:]}" + (f", from {by}" if by else ""),)
+
+
 def render_item(n: int, item: dict[str, Any], now: float, chars: int) -> str:
     """One numbered entry: header, request, reply gist, failure note, paths to verify."""
     when = item.get("last_update")
     age = relative_age(now - when if when else None)
-    head = " · ".join(safe(str(x)) for x in (item.get("agent") or "unknown", item.get("project") or "-", age))
+    head = " · ".join(safe(str(x)) for x in (item.get("agent") or "unknown", item.get("project") or "-", age,
+                                              *_whose(item)))
     req = escape(_clip(item.get("request") or "", int(chars * 0.6)))
     reply = escape(_clip(item.get("reply") or "", max(80, chars - len(req))))
     body = req
@@ -180,7 +192,7 @@ def render_learned(n: int, m: dict[str, Any], now: float) -> str:
         support += f" · η {float(m['data'].get('eta') or 0):.2f} over {trials} trial{'s' if trials > 1 else ''}"
     when = (m.get("data") or {}).get("last_seen") or m.get("updated_at")
     head = " · ".join(safe(str(x)) for x in (m.get("kind") or "memory", support,
-                                              relative_age(now - float(when) if when else None)))
+                                              relative_age(now - float(when) if when else None), *_whose(m)))
     return f"L{n}. [{head} · id {safe(str(m.get('id', '')))}] " + _indent(escape(_clip(m.get("text") or "",
                                                                                        LEARNED_CHARS)))
 
