@@ -220,7 +220,6 @@ def test_doctor_names_the_server_and_its_extensions(mem):
 def test_vectors_written_before_pgvector_move_into_the_vector_column(store):
     """A database whose embeddings predate p003 (bytes in ``vector``): the migration moves them into
     ``vec``, empties the bytes, and builds the index of each model and field."""
-    import numpy as np
 
     from remem.store.postgres.migrations import MIGRATIONS
     from remem.store.postgres.vectors import index_name
