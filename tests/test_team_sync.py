@@ -294,6 +294,10 @@ def test_a_killed_sync_resumes_and_the_server_holds_each_turn_once(server, tmp_p
         assert json.loads((home / "team-state.json").read_text())["push"] == json.loads(before)["push"]
         with open_laptop(home) as m:
             assert teamsync.status(m)["waiting"] == {SHOP_A: 1}
+        for args in (("team", "status"), ("status",)):                     # what went wrong, said where users look
+            r = cli(home, *args)
+            assert r.returncode == 0 and "the last try failed: cannot reach" in r.stdout, (args, r.stdout)
+        assert "team: " + proxy.url in cli(home, "status").stdout
     finally:
         proxy.close()
 

@@ -344,7 +344,27 @@ def sync(mem: Remem, *, push: bool = True, pull: bool = True) -> dict[str, Any]:
     every write is idempotent (stable keys), so a page sent twice adds nothing. One sync of a home
     runs at a time; a second waits for the first."""
     with _one_at_a_time(mem.config.home):
-        return _sync(mem, push=push, pull=pull)
+        try:
+            return _sync(mem, push=push, pull=pull)
+        except SyncError as e:       # kept for `remem status` / `remem team status`; nothing else changes
+            st = state(mem.config.home)
+            st["last_error"] = {"at": time.time(), "error": str(e)}
+            _save_state(mem.config.home, st)
+            raise
+
+
+def summary(home: Path) -> dict[str, Any]:
+    """The link at a glance, from the files alone (no database, no network): ``remem status``."""
+    data = link(home)
+    if not data.get("url"):
+        return {"joined": False}
+    try:
+        st = state(home)
+    except SyncError as e:
+        st = {"last_error": {"error": str(e)}}
+    return {"joined": True, "url": data["url"], "user": data.get("user"), "teams": data.get("teams") or [],
+            "last": st.get("last"), "last_error": st.get("last_error"),
+            "conflicts": len(st.get("conflicts") or []) + len(st.get("up_conflicts") or {})}
 
 
 def _sync(mem: Remem, *, push: bool, pull: bool) -> dict[str, Any]:
@@ -369,6 +389,7 @@ def _sync(mem: Remem, *, push: bool, pull: bool) -> dict[str, Any]:
             out["learned"][owner] = got
             out["conflicts"] += conflicts
     st = state(home)
+    st.pop("last_error", None)
     if pull:
         st["conflicts"] = out["conflicts"]
     out["conflicts"] = [*out["conflicts"], *(st.get("up_conflicts") or {}).values()]
@@ -652,5 +673,5 @@ def status(mem: Remem) -> dict[str, Any]:
                                                        after=(float(cur[0]), str(cur[1])))
     return {"joined": True, "url": data["url"], "user": data.get("user"), "teams": data.get("teams") or [],
             "projects": {k: {"team": v["team"], "as": team_project(k, v)} for k, v in (data.get("projects") or {}).items()},
-            "waiting": waiting, "last": st.get("last"),
+            "waiting": waiting, "last": st.get("last"), "last_error": st.get("last_error"),
             "conflicts": [*(st.get("conflicts") or []), *(st.get("up_conflicts") or {}).values()]}

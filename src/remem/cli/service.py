@@ -70,7 +70,10 @@ def status(ctx: click.Context, as_json: bool, login_link: bool) -> None:
 
     home = _home(ctx)
     running = daemon.find(home, wait=2.0)
-    data: dict[str, Any] = {"home": str(home), "running": running is not None, "privacy": privacy.status(home)}
+    from .. import teamsync
+
+    data: dict[str, Any] = {"home": str(home), "running": running is not None, "privacy": privacy.status(home),
+                            "team": teamsync.summary(home)}
     if running is not None:
         data.update({"pid": running.pid, "url": running.url, "health": running.health})
         token = _token(home)
@@ -94,6 +97,7 @@ def status(ctx: click.Context, as_json: bool, login_link: bool) -> None:
             if (d.get("embedding") or {}).get("pending"):
                 click.echo(f"embeddings: {_waiting(d['embedding'])} (the daemon embeds them)")
             _privacy_line(d["privacy"])
+            _team_line(d["team"])
             return
         h = d.get("health") or {}
         up = f", up {_ago(h['uptime'])}" if h.get("uptime") is not None else ""
@@ -113,10 +117,25 @@ def status(ctx: click.Context, as_json: bool, login_link: bool) -> None:
             click.echo(f"embedder: {e['configured']} ({state}{runtime}{pending})"
                        + (f" — {e['error']}" if e.get("error") else ""))
         _privacy_line(d["privacy"])
+        _team_line(d["team"])
         if d.get("login_link"):
             click.echo(f"login link: {d['login_link']}")
 
     emit(data, as_json, human)
+
+
+def _team_line(t: dict[str, Any]) -> None:
+    """The team server this home syncs with, the last sync and what went wrong (docs/team.md)."""
+    if not t.get("joined"):
+        return
+    last = t.get("last")
+    when = f"last sync {_ago(time.time() - last['at'])} ago ({last['pushed']} up, {last['pulled']} down)" \
+        if last else "never synced"
+    err = t.get("last_error")
+    if err and (not last or float(err.get("at") or 0) > float(last.get("at") or 0)):
+        when += f"; the last try failed: {err['error']}"
+    conflicts = f"; {count(t['conflicts'], 'conflict')} (remem team status)" if t.get("conflicts") else ""
+    click.echo(f"team: {t['url']} as {t['user']} ({', '.join(t['teams']) or 'no teams'}); {when}{conflicts}")
 
 
 def _privacy_line(p: dict[str, Any]) -> None:

@@ -234,6 +234,9 @@ def team_status(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"last sync: {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(last['at']))}, "
                    f"{count(last['pushed'], 'turn')} up, {count(last['pulled'], 'turn')} down" if last else
                    "never synced")
+        err = d.get("last_error")
+        if err and (not last or float(err.get("at") or 0) > float(last.get("at") or 0)):
+            click.echo(f"the last try failed: {err['error']}")
         for c in d["conflicts"]:
             click.echo(f"  conflict: {c['id']} ({c['owner']}) kept {c['kept']}")
         if last and not d["conflicts"]:
