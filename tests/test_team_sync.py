@@ -471,6 +471,27 @@ def test_what_a_member_forgets_on_the_laptop_leaves_the_team(server, tmp_path):
     assert len(team_turns(admin)) == 4
 
 
+def test_a_member_removed_from_the_team_stops_reading_it(server, tmp_path):
+    a_home = alice_laptop(tmp_path, server)
+    with open_laptop(a_home) as a:
+        teamsync.sync(a)
+    b_home = bob_laptop(tmp_path, server)
+    with open_laptop(b_home) as b:
+        teamsync.sync(b)
+        assert b.search("coupon applied after tax")
+    with remem.open(server["home"], env={"REMEM_EMBEDDING_MODEL": "hash"}) as s:
+        team.change_members(s.store, "eng", ["bob"], add=False)
+    with open_laptop(b_home) as b:
+        b.add_turns([TurnIn(request="bob's new private note on the checkout flow", reply="ok", agent="cursor",
+                            project=SHOP_B, session_id="b2")])
+        out = teamsync.sync(b)                                  # no error: the share to eng is skipped
+        assert out["removed_from"] == {"team:eng": 7}
+        assert "no longer a member" in out["pushed"][SHOP_B]["skipped"]
+        assert not b.store.turns.page(b.scope("team:eng")) and not b.search("coupon applied after tax")
+        assert teamsync.status(b)["teams"] == []
+    assert not [t for t in team_turns(server["admin"]) if "private note" in t["request"]]
+
+
 def test_a_user_pushes_and_pulls_only_their_own_teams(server):
     alice = httpx.Client(base_url=server["url"], headers={"Authorization": f"Bearer {server['tokens']['alice']}"})
     carol = httpx.Client(base_url=server["url"], headers={"Authorization": f"Bearer {server['tokens']['carol']}"})

@@ -377,6 +377,14 @@ def _sync(mem: Remem, *, push: bool, pull: bool) -> dict[str, Any]:
     me = remote.call("GET", "me")                 # the user's teams as they are now
     teams = sorted(me.get("teams") or []) if isinstance(me, dict) else []
     if teams != data.get("teams"):
+        gone = sorted(set(data.get("teams") or []) - set(teams))
+        if gone:      # removed from a team on the server: its memory is no longer this user's to read
+            out["removed_from"] = {team_owner(t): len(_drop_owners(mem, (team_owner(t),))) for t in gone}
+            st = state(home)
+            for t in gone:
+                (st.get("pull") or {}).pop(team_owner(t), None)
+            st["conflicts"] = [c for c in st.get("conflicts") or [] if c.get("owner") not in out["removed_from"]]
+            _save_state(home, st)
         data = {**data, "teams": teams}
         _save_link(home, data)
     if push:
@@ -415,6 +423,10 @@ def _push(mem: Remem, remote: Remote, data: dict[str, Any]) -> dict[str, Any]:
     forgotten = _push_forgets(mem, remote, data, owners)
     for local, rule in sorted((data.get("projects") or {}).items()):
         name, team = team_project(local, rule), rule["team"]
+        if team not in (data.get("teams") or []):
+            out[local] = {"team": team_owner(team), "as": name, "sent": 0,
+                          "skipped": f"{data.get('user')} is no longer a member of team {team}"}
+            continue
         st = state(home)
         cur = (st.get("push") or {}).get(local) or [0.0, ""]
         after = (float(cur[0]), str(cur[1]))
@@ -446,7 +458,7 @@ def _push_forgets(mem: Remem, remote: Remote, data: dict[str, Any], owners: list
     from .scope import Scope
 
     home = mem.config.home
-    teams = sorted({r["team"] for r in (data.get("projects") or {}).values()})
+    teams = sorted({r["team"] for r in (data.get("projects") or {}).values()} & set(data.get("teams") or []))
     if not teams or not owners:
         return {}
     st = state(home)
