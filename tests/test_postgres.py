@@ -273,6 +273,48 @@ def test_a_server_without_pgvector_for_this_user_is_a_clear_error(store):
 
 
 @needs_pg
+def test_word_search_ranked_from_the_word_rows_equals_the_join_with_every_turn(mem, monkeypatch):
+    """bm25 ranked from the word rows alone (each carries its turn's length) with the scope of the best
+    few checked after gives exactly what joining every match with its turn gives: ids, order, scores;
+    small scopes (too few of the best in scope) fall back to the join."""
+    from remem.store.postgres import text as pgtext
+
+    mem.add_turns(_turns())
+    mem.add_turns([TurnIn(request="the yaml loader fails on tabs again and again", reply="rewrote it", agent="codex",
+                          owner="alice", project="/w/shop", source_key="k0", started_at=1.7e9, ended_at=1.7e9 + 5)])
+    db = mem.store.conn
+    assert db.execute("SELECT count(*) FROM turn_terms tt JOIN turns t ON t.rowid = tt.turn "
+                      "WHERE tt.dl <> t.tlen").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM turn_terms").fetchone()[0] > 0
+    text = mem.store.text
+    queries = [TextQuery((TextTerm("yaml"),)), TextQuery((TextTerm("login"), TextTerm("flow"))),
+               TextQuery((TextTerm("yaml"), TextTerm("the"), TextTerm("case"))),
+               TextQuery((TextTerm("redis"), TextTerm("cache")), every=True), TextQuery((TextTerm("kube", prefix=True),)),
+               TextQuery((TextTerm("部署失败", cjk=True),)), TextQuery((TextTerm("test_auth.py"),))]
+    scopes = (Scope.of("alice"), Scope.of(["alice", "bob"]), Scope.of("bob"), Scope.of("bob", project="/w/shop"),
+              Scope.of("alice", agent="claude-code"))
+    fell_back = []
+    real = text._ranked_first
+
+    def spy(*a, **k):
+        got = real(*a, **k)
+        fell_back.append(got is None)
+        return got
+
+    for limit in (3, 8, 50):
+        for scope in scopes:
+            for q in queries:
+                text._in_scope.clear()
+                monkeypatch.setattr(text, "_ranked_first", spy)
+                got = text.search_words(scope, q, limit)
+                monkeypatch.setattr(pgtext, "FIRST_SHARE", 2.0)  # never ranked first: every match joined
+                want = text.search_words(scope, q, limit)
+                monkeypatch.setattr(pgtext, "FIRST_SHARE", 0.3)
+                assert got == want, (limit, scope, q)
+    assert any(fell_back) and not all(fell_back)
+
+
+@needs_pg
 def test_session_neighbours_in_one_statement_match_sqlites_two_per_row(mem, tmp_path):
     """PostgreSQL's one LATERAL statement for all rows gives what SQLite's two statements per row give:
     the same order, ties on the start time broken by id, other owners' and agents' turns left out."""
