@@ -65,6 +65,16 @@ def _score(dl: str) -> str:
             f"greatest(%s::float8, 1e-9))) ORDER BY h.q)")
 
 
+def _idf(cte: str, n_docs: int) -> str:
+    """SQL of FTS5's idf of the term whose rows ``cte`` holds, its document frequency counted there
+    (the value Python's ``max(log((N − n + ½) / (n + ½)), 1e-6)`` gives; 1e-6 for an empty corpus, or
+    when a corpus size read before a burst of writes is below the count)."""
+    if not n_docs:
+        return "SELECT 1e-6::float8"
+    return (f"SELECT CASE WHEN {n_docs}::float8 - n + 0.5 > 0 THEN greatest(ln(({n_docs}::float8 - n + 0.5) / "
+            f"(n + 0.5)), 1e-6) ELSE 1e-6 END FROM (SELECT count(*)::float8 AS n FROM {cte}) k")
+
+
 def _like(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
@@ -152,64 +162,64 @@ class PgText:
         self._size = (0, 0.0)
 
     # -- word / CJK search (bm25) ----------------------------------------------------------------
-    def _branch(self, t: TextTerm, n_docs: int) -> tuple[str, list[Any]] | None:
-        """SQL giving (turn, tf) for one query term, and the term's idf folded into the tf."""
-        db = self.store.conn
+    def _branch(self, t: TextTerm) -> tuple[str, list[Any], str | None] | None:
+        """(SQL giving (turn, tf, dl) for one query term, its parameters, the one word whose cached
+        document frequency gives its idf — None for a phrase, a CJK run or a prefix, whose document
+        frequency is counted in the search's own statement); None when the term holds no word."""
         if t.cjk and len(t.text) > 1:
             grams = list(dict.fromkeys(_bigrams(t.text)))
-            sel = ("SELECT turn, min(tf) AS tf, min(dl) AS dl FROM turn_terms WHERE term = ANY(%s) GROUP BY turn "
-                   "HAVING count(*) = %s")
-            args: list[Any] = [grams, len(grams)]
-        elif t.prefix or (t.cjk and len(t.text) == 1):
-            word = _fold(t.text)
-            sel = "SELECT turn, sum(tf) AS tf, min(dl) AS dl FROM turn_terms WHERE term LIKE %s GROUP BY turn"
-            args = [_like(word)]
-        else:
-            words = tokenize(t.text)
-            if not words:
-                return None
-            if len(words) > 1:  # a term the tokenizer splits: a phrase of its words (all of them)
-                grams = list(dict.fromkeys(words))
-                sel = ("SELECT turn, min(tf) AS tf, min(dl) AS dl FROM turn_terms WHERE term = ANY(%s) "
-                       "GROUP BY turn HAVING count(*) = %s")
-                args = [grams, len(grams)]
-            else:
-                sel = "SELECT turn, tf, dl FROM turn_terms WHERE term = %s"
-                args = [words[0]]
-                df = self.doc_freqs(words)[1].get(words[0], 0)  # cached, like SQLite's vocabulary reads
-                if not df:
-                    return None
-                idf = math.log((n_docs - df + 0.5) / (df + 0.5)) if n_docs else 0.0
-                return sel, [*args, max(idf, 1e-6)]
-        df = int(db.native(f"SELECT count(*) FROM ({sel}) d", args).fetchone()[0])
-        if not df:
+            return ("SELECT turn, min(tf) AS tf, min(dl) AS dl FROM turn_terms WHERE term = ANY(%s) GROUP BY turn "
+                    "HAVING count(*) = %s", [grams, len(grams)], None)
+        if t.prefix or (t.cjk and len(t.text) == 1):
+            return ("SELECT turn, sum(tf) AS tf, min(dl) AS dl FROM turn_terms WHERE term LIKE %s GROUP BY turn",
+                    [_like(_fold(t.text))], None)
+        words = tokenize(t.text)
+        if not words:
             return None
-        idf = math.log((n_docs - df + 0.5) / (df + 0.5)) if n_docs else 0.0
-        return sel, [*args, max(idf, 1e-6)]
+        if len(words) > 1:  # a term the tokenizer splits: a phrase of its words (all of them)
+            grams = list(dict.fromkeys(words))
+            return ("SELECT turn, min(tf) AS tf, min(dl) AS dl FROM turn_terms WHERE term = ANY(%s) "
+                    "GROUP BY turn HAVING count(*) = %s", [grams, len(grams)], None)
+        return "SELECT turn, tf, dl FROM turn_terms WHERE term = %s", [words[0]], words[0]
 
     def search_words(self, scope: Scope, query: TextQuery, limit: int, *, since: float | None = None,
                      until: float | None = None, newest: bool = False) -> list[tuple[str, float]]:
+        """bm25 inside scope in one statement: the idf of a one-word term from the cached document
+        frequencies (all of the query's words looked up at once), of a phrase, CJK run or prefix
+        counted in the same statement (a CTE per such term; one statement per term before)."""
         terms = list(dict.fromkeys(query.terms))
         if not terms:
             return []
         n_docs, avgdl = self._corpus()
-        branches = []
+        parts = [(i, b) for i, t in enumerate(terms) if (b := self._branch(t)) is not None]
+        if query.every and len(parts) < len(terms):
+            return []
+        singles = [b[2] for _, b in parts if b[2] is not None]
+        df = self.doc_freqs(singles)[1] if singles else {}  # cached, like SQLite's vocabulary reads
+        ctes: list[str] = []
+        cargs: list[Any] = []
+        branches: list[str] = []
         args: list[Any] = []
-        for i, t in enumerate(terms):
-            got = self._branch(t, n_docs)
-            if got is None:
-                if query.every:
-                    return []
+        for i, (sel, a, word) in parts:
+            if word is not None:
+                n = df.get(word, 0)
+                if not n:
+                    if query.every:
+                        return []
+                    continue
+                idf = math.log((n_docs - n + 0.5) / (n + 0.5)) if n_docs else 0.0
+                branches.append(f"SELECT turn, {i} AS q, %s::float8 AS idf, tf, dl FROM ({sel}) b{i}")
+                args += [max(idf, 1e-6), *a]
                 continue
-            sel, a = got  # a: the branch's parameters, then its idf (selected first)
-            branches.append(f"SELECT turn, {i} AS q, %s::float8 AS idf, tf, dl FROM ({sel}) b{i}")
-            args += [a[-1], *a[:-1]]
+            ctes.append(f"c{i} AS ({sel})")
+            cargs += a
+            branches.append(f"SELECT turn, {i} AS q, ({_idf(f'c{i}', n_docs)}) AS idf, tf, dl FROM c{i}")
         if not branches:
             return []
         union = " UNION ALL ".join(branches)
         having = f" HAVING count(DISTINCT h.q) = {len(terms)}" if query.every else ""
         if since is None and until is None and not newest:
-            got = self._ranked_first(scope, union, args, having, avgdl, limit)
+            got = self._ranked_first(scope, ctes, cargs, union, args, having, avgdl, limit)
             if got is not None:
                 return got
         where, params = scope.sql("t")
@@ -222,15 +232,16 @@ class PgText:
             extra += " AND coalesce(t.ended_at, t.started_at, t.created_at) < %s"
             eargs.append(until)
         order = "t.rowid DESC" if newest else "s DESC, t.rowid"
-        sql = (f"SELECT t.id, {_score('t.tlen')} AS s "
+        with_ = f"WITH {', '.join(ctes)} " if ctes else ""
+        sql = (f"{with_}SELECT t.id, {_score('t.tlen')} AS s "
                f"FROM ({union}) h JOIN turns t ON t.rowid = h.turn "
                f"WHERE {where} AND t.deleted = 0{extra} GROUP BY t.id, t.rowid{having} ORDER BY {order} LIMIT %s")
-        rows = self.store.conn.native(sql, [avgdl or 1.0, *args, *params, *eargs, limit]).fetchall()
+        rows = self.store.conn.native(sql, [*cargs, avgdl or 1.0, *args, *params, *eargs, limit]).fetchall()
         hits = [(r[0], float(r[1])) for r in rows]
         return sorted(hits, key=lambda h: -h[1]) if newest else hits
 
-    def _ranked_first(self, scope: Scope, union: str, args: list[Any], having: str, avgdl: float,
-                      limit: int) -> list[tuple[str, float]] | None:
+    def _ranked_first(self, scope: Scope, ctes: list[str], cargs: list[Any], union: str, args: list[Any],
+                      having: str, avgdl: float, limit: int) -> list[tuple[str, float]] | None:
         """The scope's best ``limit`` matches from the best matches overall, ranked from the word rows
         alone (each carries its turn's length) with the scope of only those checked, in one statement:
         SQLite's ``_fts_first``. Joining every match with its turn read the whole turns table (a seq
@@ -242,11 +253,12 @@ class PgText:
         want = min(8 * limit, int(limit / share * 1.5) + 8)
         where, params = scope.sql("t")
         where = where.replace("?", "%s")
-        sql = (f"WITH r AS (SELECT h.turn, {_score('h.dl')} AS s FROM ({union}) h GROUP BY h.turn{having} "
+        sql = (f"WITH {''.join(c + ', ' for c in ctes)}r AS (SELECT h.turn, {_score('h.dl')} AS s FROM ({union}) h "
+               f"GROUP BY h.turn{having} "
                f"ORDER BY s DESC, h.turn LIMIT %s) "
                f"SELECT t.id, r.s FROM r LEFT JOIN turns t ON t.rowid = r.turn AND {where} AND t.deleted = 0 "
                f"ORDER BY r.s DESC, r.turn")
-        rows = self.store.conn.native(sql, [avgdl or 1.0, *args, want, *params]).fetchall()
+        rows = self.store.conn.native(sql, [*cargs, avgdl or 1.0, *args, want, *params]).fetchall()
         if not rows:
             return []
         hits = [(r[0], float(r[1])) for r in rows if r[0] is not None]
