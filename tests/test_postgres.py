@@ -203,6 +203,46 @@ def test_vector_search_in_sql_returns_full_results_for_small_owners(mem, tmp_pat
 
 
 @needs_pg
+def test_both_vector_fields_in_one_statement_equal_one_statement_each(mem):
+    """A search's two fields (summary, actions) go as one statement (a UNION ALL of the two HNSW
+    scans): each field's rows and scores are what that field's statement alone gives, other owners' never."""
+    import numpy as np
+
+    from remem.store.postgres import db as pgdb
+
+    rows, _ = _vector_rows(3000, 64)
+    rows += [(r[0], r[1], "actions", *r[3:5], np.frombuffer(r[5], dtype=np.float32)[::-1].copy().tobytes(), *r[6:])
+             for r in rows[::3]]
+    mem.store.vectors.put_many(rows)
+    mem.store.vectors.settle()
+    search = mem.recall.vectors
+    statements = []
+    real = pgdb.PgConnection.execute
+
+    def counted(self, sql, params=()):
+        statements.append(sql)
+        return real(self, sql, params)
+
+    rng = np.random.default_rng(5)
+    for owner in ("big", "small", "tiny"):
+        for k in (3, 10):
+            q = np.frombuffer(rows[int(rng.integers(len(rows)))][5], dtype=np.float32) \
+                + 0.3 * rng.normal(size=64).astype(np.float32)
+            scope = Scope.of(owner)
+            pgdb.PgConnection.execute = counted
+            try:
+                statements.clear()
+                both = search.search_fields(scope, q, "test:64", ["summary", "actions"], k)
+                assert sum("<#>" in s for s in statements) == 1
+            finally:
+                pgdb.PgConnection.execute = real
+            for f in ("summary", "actions"):
+                assert both[f] == search.search_fields(scope, q, "test:64", [f], k)[f] == search.search(scope, q, "test:64", f, k)
+                assert len(both[f]) == k
+                assert {rid for rid, _ in both[f]} <= {r[1] for r in rows if r[7] == owner and r[2] == f}
+
+
+@needs_pg
 def test_doctor_names_the_server_and_its_extensions(mem):
     import re
 
