@@ -394,7 +394,7 @@ def p006_team(db: PgConnection) -> None:
 
 
 @migration
-def p007_term_doc_lengths(db: PgConnection) -> None:
+def p010_term_doc_lengths(db: PgConnection) -> None:
     """Each word row carries its turn's length (``turn_terms.dl``, the turn's ``tlen``): bm25 ranks the
     matches from the word rows alone and checks the scope of the best few after, as SQLite's
     ``_fts_first`` does (joining every match with its turn read the whole turns table). The primary
