@@ -346,11 +346,13 @@ def test_word_search_ranked_from_the_word_rows_equals_the_join_with_every_turn(m
             for q in queries:
                 text._in_scope.clear()
                 monkeypatch.setattr(text, "_ranked_first", spy)
-                got = text.search_words(scope, q, limit)
-                monkeypatch.setattr(pgtext, "FIRST_SHARE", 2.0)  # never ranked first: every match joined
-                want = text.search_words(scope, q, limit)
-                monkeypatch.setattr(pgtext, "FIRST_SHARE", 0.3)
-                assert got == want, (limit, scope, q)
+                for newest in (False, True):
+                    text._in_scope.clear()
+                    got = text.search_words(scope, q, limit, newest=newest)
+                    monkeypatch.setattr(pgtext, "FIRST_SHARE", 2.0)  # never ranked first: every match joined
+                    want = text.search_words(scope, q, limit, newest=newest)
+                    monkeypatch.setattr(pgtext, "FIRST_SHARE", 0.3)
+                    assert got == want, (limit, scope, q, newest)
     assert any(fell_back) and not all(fell_back)
 
 

@@ -218,10 +218,10 @@ class PgText:
             return []
         union = " UNION ALL ".join(branches)
         having = f" HAVING count(DISTINCT h.q) = {len(terms)}" if query.every else ""
-        if since is None and until is None and not newest:
-            got = self._ranked_first(scope, ctes, cargs, union, args, having, avgdl, limit)
+        if since is None and until is None:
+            got = self._ranked_first(scope, ctes, cargs, union, args, having, avgdl, limit, newest=newest)
             if got is not None:
-                return got
+                return sorted(got, key=lambda h: -h[1]) if newest else got
         where, params = scope.sql("t")
         where = where.replace("?", "%s")
         extra, eargs = "", []
@@ -241,12 +241,14 @@ class PgText:
         return sorted(hits, key=lambda h: -h[1]) if newest else hits
 
     def _ranked_first(self, scope: Scope, ctes: list[str], cargs: list[Any], union: str, args: list[Any],
-                      having: str, avgdl: float, limit: int) -> list[tuple[str, float]] | None:
+                      having: str, avgdl: float, limit: int, *, newest: bool = False
+                      ) -> list[tuple[str, float]] | None:
         """The scope's best ``limit`` matches from the best matches overall, ranked from the word rows
         alone (each carries its turn's length) with the scope of only those checked, in one statement:
         SQLite's ``_fts_first``. Joining every match with its turn read the whole turns table (a seq
         scan of 10,000 wide rows was half of a 17 ms statement at 10k turns). None when too few of the
-        best are in scope (the caller joins every match then); the order and scores are the join's."""
+        best are in scope (the caller joins every match then); the order and scores are the join's.
+        ``newest``: the newest matches instead of the best (in that order; the caller sorts them)."""
         share = self._in_scope.get(scope, 1.0)
         if share < FIRST_SHARE:
             return None
@@ -255,9 +257,9 @@ class PgText:
         where = where.replace("?", "%s")
         sql = (f"WITH {''.join(c + ', ' for c in ctes)}r AS (SELECT h.turn, {_score('h.dl')} AS s FROM ({union}) h "
                f"GROUP BY h.turn{having} "
-               f"ORDER BY s DESC, h.turn LIMIT %s) "
+               f"ORDER BY {'h.turn DESC' if newest else 's DESC, h.turn'} LIMIT %s) "
                f"SELECT t.id, r.s FROM r LEFT JOIN turns t ON t.rowid = r.turn AND {where} AND t.deleted = 0 "
-               f"ORDER BY r.s DESC, r.turn")
+               f"ORDER BY {'r.turn DESC' if newest else 'r.s DESC, r.turn'}")
         rows = self.store.conn.native(sql, [*cargs, avgdl or 1.0, *args, want, *params]).fetchall()
         if not rows:
             return []
