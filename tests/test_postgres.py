@@ -203,6 +203,46 @@ def test_vector_search_in_sql_returns_full_results_for_small_owners(mem, tmp_pat
 
 
 @needs_pg
+def test_both_vector_fields_in_one_statement_equal_one_statement_each(mem):
+    """A search's two fields (summary, actions) go as one statement (a UNION ALL of the two HNSW
+    scans): each field's rows and scores are what that field's statement alone gives, other owners' never."""
+    import numpy as np
+
+    from remem.store.postgres import db as pgdb
+
+    rows, _ = _vector_rows(3000, 64)
+    rows += [(r[0], r[1], "actions", *r[3:5], np.frombuffer(r[5], dtype=np.float32)[::-1].copy().tobytes(), *r[6:])
+             for r in rows[::3]]
+    mem.store.vectors.put_many(rows)
+    mem.store.vectors.settle()
+    search = mem.recall.vectors
+    statements = []
+    real = pgdb.PgConnection.execute
+
+    def counted(self, sql, params=()):
+        statements.append(sql)
+        return real(self, sql, params)
+
+    rng = np.random.default_rng(5)
+    for owner in ("big", "small", "tiny"):
+        for k in (3, 10):
+            q = np.frombuffer(rows[int(rng.integers(len(rows)))][5], dtype=np.float32) \
+                + 0.3 * rng.normal(size=64).astype(np.float32)
+            scope = Scope.of(owner)
+            pgdb.PgConnection.execute = counted
+            try:
+                statements.clear()
+                both = search.search_fields(scope, q, "test:64", ["summary", "actions"], k)
+                assert sum("<#>" in s for s in statements) == 1
+            finally:
+                pgdb.PgConnection.execute = real
+            for f in ("summary", "actions"):
+                assert both[f] == search.search_fields(scope, q, "test:64", [f], k)[f] == search.search(scope, q, "test:64", f, k)
+                assert len(both[f]) == k
+                assert {rid for rid, _ in both[f]} <= {r[1] for r in rows if r[7] == owner and r[2] == f}
+
+
+@needs_pg
 def test_doctor_names_the_server_and_its_extensions(mem):
     import re
 
@@ -268,6 +308,50 @@ def test_a_server_without_pgvector_for_this_user_is_a_clear_error(store):
         with psycopg.connect(admin, autocommit=True) as c:
             c.execute("DROP DATABASE IF EXISTS remem_novector WITH (FORCE)")
             c.execute("DROP ROLE IF EXISTS remem_plain")
+
+
+@needs_pg
+def test_word_search_ranked_from_the_word_rows_equals_the_join_with_every_turn(mem, monkeypatch):
+    """bm25 ranked from the word rows alone (each carries its turn's length) with the scope of the best
+    few checked after gives exactly what joining every match with its turn gives: ids, order, scores;
+    small scopes (too few of the best in scope) fall back to the join."""
+    from remem.store.postgres import text as pgtext
+
+    mem.add_turns(_turns())
+    mem.add_turns([TurnIn(request="the yaml loader fails on tabs again and again", reply="rewrote it", agent="codex",
+                          owner="alice", project="/w/shop", source_key="k0", started_at=1.7e9, ended_at=1.7e9 + 5)])
+    db = mem.store.conn
+    assert db.execute("SELECT count(*) FROM turn_terms tt JOIN turns t ON t.rowid = tt.turn "
+                      "WHERE tt.dl <> t.tlen").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM turn_terms").fetchone()[0] > 0
+    text = mem.store.text
+    queries = [TextQuery((TextTerm("yaml"),)), TextQuery((TextTerm("login"), TextTerm("flow"))),
+               TextQuery((TextTerm("yaml"), TextTerm("the"), TextTerm("case"))),
+               TextQuery((TextTerm("redis"), TextTerm("cache")), every=True), TextQuery((TextTerm("kube", prefix=True),)),
+               TextQuery((TextTerm("部署失败", cjk=True),)), TextQuery((TextTerm("test_auth.py"),))]
+    scopes = (Scope.of("alice"), Scope.of(["alice", "bob"]), Scope.of("bob"), Scope.of("bob", project="/w/shop"),
+              Scope.of("alice", agent="claude-code"))
+    fell_back = []
+    real = text._ranked_first
+
+    def spy(*a, **k):
+        got = real(*a, **k)
+        fell_back.append(got is None)
+        return got
+
+    for limit in (3, 8, 50):
+        for scope in scopes:
+            for q in queries:
+                text._in_scope.clear()
+                monkeypatch.setattr(text, "_ranked_first", spy)
+                for newest in (False, True):
+                    text._in_scope.clear()
+                    got = text.search_words(scope, q, limit, newest=newest)
+                    monkeypatch.setattr(pgtext, "FIRST_SHARE", 2.0)  # never ranked first: every match joined
+                    want = text.search_words(scope, q, limit, newest=newest)
+                    monkeypatch.setattr(pgtext, "FIRST_SHARE", 0.3)
+                    assert got == want, (limit, scope, q, newest)
+    assert any(fell_back) and not all(fell_back)
 
 
 @needs_pg

@@ -397,3 +397,18 @@ def p006_team(db: PgConnection) -> None:
 def p009_sync_order(db: PgConnection) -> None:
     """Team sync pages an owner's turns by (updated_at, id) (SQLite's m017_sync_order)."""
     script(db, "CREATE INDEX IF NOT EXISTS turns_owner_changed ON turns(owner, updated_at, id);")
+
+
+@migration
+def p010_term_doc_lengths(db: PgConnection) -> None:
+    """Each word row carries its turn's length (``turn_terms.dl``, the turn's ``tlen``): bm25 ranks the
+    matches from the word rows alone and checks the scope of the best few after, as SQLite's
+    ``_fts_first`` does (joining every match with its turn read the whole turns table). The primary
+    key carries ``tf`` and ``dl`` (INCLUDE): a term's rows are read from the index alone (13 → 4 ms for
+    a three-word query at 10k turns), with no second index to keep up."""
+    script(db, """
+    ALTER TABLE turn_terms ADD COLUMN dl INTEGER NOT NULL DEFAULT 0;
+    UPDATE turn_terms tt SET dl = t.tlen FROM turns t WHERE t.rowid = tt.turn AND t.tlen <> 0;
+    ALTER TABLE turn_terms DROP CONSTRAINT turn_terms_pkey;
+    ALTER TABLE turn_terms ADD CONSTRAINT turn_terms_pkey PRIMARY KEY (term, turn) INCLUDE (tf, dl);
+    """)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import time
 import unicodedata
 from collections import Counter
@@ -33,6 +34,7 @@ WEIGHTS = (("request", 3.0), ("reply", 1.5), ("actions", 0.8), ("summary", 2.0),
 STATS_TTL = 30.0
 SIZE_TTL = 1.0
 DF_TTL = 300.0
+FIRST_SHARE = 0.3  # below this share of the best matches in scope, every match is joined with its turn
 _TOKEN = re.compile(r"[^\W_]+")
 _MAX_TERM = 200
 
@@ -54,6 +56,25 @@ def _bigrams(run: str) -> list[str]:
     return [run[i: i + 2] for i in range(len(run) - 1)] if len(run) >= 2 else ([run] if run else [])
 
 
+def _score(dl: str) -> str:
+    """A turn's bm25: the sum over its matching rows ``h`` (idf, weighted tf), with document length ``dl``
+    (``t.tlen`` joined from the turn, or ``h.dl`` carried by the word row: the same integer), added in
+    the query's term order (floating point: the same bits whichever plan feeds the rows); the first
+    parameter is the mean length."""
+    return (f"sum(h.idf * h.tf * {K1 + 1} / (h.tf + {K1} * (1 - {B} + {B} * {dl} / "
+            f"greatest(%s::float8, 1e-9))) ORDER BY h.q)")
+
+
+def _idf(cte: str, n_docs: int) -> str:
+    """SQL of FTS5's idf of the term whose rows ``cte`` holds, its document frequency counted there
+    (the value Python's ``max(log((N − n + ½) / (n + ½)), 1e-6)`` gives; 1e-6 for an empty corpus, or
+    when a corpus size read before a burst of writes is below the count)."""
+    if not n_docs:
+        return "SELECT 1e-6::float8"
+    return (f"SELECT CASE WHEN {n_docs}::float8 - n + 0.5 > 0 THEN greatest(ln(({n_docs}::float8 - n + 0.5) / "
+            f"(n + 0.5)), 1e-6) ELSE 1e-6 END FROM (SELECT count(*)::float8 AS n FROM {cte}) k")
+
+
 def _like(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
@@ -66,6 +87,8 @@ class PgText:
         self._df = DocFreqs(DF_TTL)
         self._stats: tuple[int, float, float] | None = None   # (documents, mean length, when)
         self._size: tuple[int, float] = (0, 0.0)                # (max rowid, when read)
+        self._lock = threading.Lock()
+        self._in_scope: dict[Scope, float] = {}                 # scope → share of ranked matches in it
 
     # -- writing the index (called by the turns area inside the write's transaction) -------------
     def index_rows(self, rowids: list[int]) -> int:
@@ -87,10 +110,10 @@ class PgText:
                     total += len(toks)
                     for t, n in Counter(toks).items():
                         weighted[t] = weighted.get(t, 0.0) + w * n
-                terms.extend((t, r[0], tf) for t, tf in weighted.items())
+                terms.extend((t, r[0], tf, total) for t, tf in weighted.items())
                 lens.append((total, r[0]))
             if terms:
-                with db.raw.cursor().copy("COPY turn_terms (term, turn, tf) FROM STDIN") as cp:
+                with db.raw.cursor().copy("COPY turn_terms (term, turn, tf, dl) FROM STDIN") as cp:
                     for row in terms:
                         cp.write_row(row)
             db.raw.cursor().executemany("UPDATE turns SET tlen = %s, tindexed = 1 WHERE rowid = %s", lens)
@@ -133,64 +156,72 @@ class PgText:
 
     def forget(self) -> None:
         self._df.clear()
+        with self._lock:
+            self._in_scope.clear()
         self._stats = None
         self._size = (0, 0.0)
 
     # -- word / CJK search (bm25) ----------------------------------------------------------------
-    def _branch(self, t: TextTerm, n_docs: int) -> tuple[str, list[Any]] | None:
-        """SQL giving (turn, tf) for one query term, and the term's idf folded into the tf."""
-        db = self.store.conn
+    def _branch(self, t: TextTerm) -> tuple[str, list[Any], str | None] | None:
+        """(SQL giving (turn, tf, dl) for one query term, its parameters, the one word whose cached
+        document frequency gives its idf — None for a phrase, a CJK run or a prefix, whose document
+        frequency is counted in the search's own statement); None when the term holds no word."""
         if t.cjk and len(t.text) > 1:
             grams = list(dict.fromkeys(_bigrams(t.text)))
-            sel = ("SELECT turn, min(tf) AS tf FROM turn_terms WHERE term = ANY(%s) GROUP BY turn "
-                   "HAVING count(*) = %s")
-            args: list[Any] = [grams, len(grams)]
-        elif t.prefix or (t.cjk and len(t.text) == 1):
-            word = _fold(t.text)
-            sel = "SELECT turn, sum(tf) AS tf FROM turn_terms WHERE term LIKE %s GROUP BY turn"
-            args = [_like(word)]
-        else:
-            words = tokenize(t.text)
-            if not words:
-                return None
-            if len(words) > 1:  # a term the tokenizer splits: a phrase of its words (all of them)
-                grams = list(dict.fromkeys(words))
-                sel = ("SELECT turn, min(tf) AS tf FROM turn_terms WHERE term = ANY(%s) GROUP BY turn "
-                       "HAVING count(*) = %s")
-                args = [grams, len(grams)]
-            else:
-                sel = "SELECT turn, tf FROM turn_terms WHERE term = %s"
-                args = [words[0]]
-                df = self.doc_freqs(words)[1].get(words[0], 0)  # cached, like SQLite's vocabulary reads
-                if not df:
-                    return None
-                idf = math.log((n_docs - df + 0.5) / (df + 0.5)) if n_docs else 0.0
-                return sel, [*args, max(idf, 1e-6)]
-        df = int(db.native(f"SELECT count(*) FROM ({sel}) d", args).fetchone()[0])
-        if not df:
+            return ("SELECT turn, min(tf) AS tf, min(dl) AS dl FROM turn_terms WHERE term = ANY(%s) GROUP BY turn "
+                    "HAVING count(*) = %s", [grams, len(grams)], None)
+        if t.prefix or (t.cjk and len(t.text) == 1):
+            return ("SELECT turn, sum(tf) AS tf, min(dl) AS dl FROM turn_terms WHERE term LIKE %s GROUP BY turn",
+                    [_like(_fold(t.text))], None)
+        words = tokenize(t.text)
+        if not words:
             return None
-        idf = math.log((n_docs - df + 0.5) / (df + 0.5)) if n_docs else 0.0
-        return sel, [*args, max(idf, 1e-6)]
+        if len(words) > 1:  # a term the tokenizer splits: a phrase of its words (all of them)
+            grams = list(dict.fromkeys(words))
+            return ("SELECT turn, min(tf) AS tf, min(dl) AS dl FROM turn_terms WHERE term = ANY(%s) "
+                    "GROUP BY turn HAVING count(*) = %s", [grams, len(grams)], None)
+        return "SELECT turn, tf, dl FROM turn_terms WHERE term = %s", [words[0]], words[0]
 
     def search_words(self, scope: Scope, query: TextQuery, limit: int, *, since: float | None = None,
                      until: float | None = None, newest: bool = False) -> list[tuple[str, float]]:
+        """bm25 inside scope in one statement: the idf of a one-word term from the cached document
+        frequencies (all of the query's words looked up at once), of a phrase, CJK run or prefix
+        counted in the same statement (a CTE per such term; one statement per term before)."""
         terms = list(dict.fromkeys(query.terms))
         if not terms:
             return []
         n_docs, avgdl = self._corpus()
-        branches = []
+        parts = [(i, b) for i, t in enumerate(terms) if (b := self._branch(t)) is not None]
+        if query.every and len(parts) < len(terms):
+            return []
+        singles = [b[2] for _, b in parts if b[2] is not None]
+        df = self.doc_freqs(singles)[1] if singles else {}  # cached, like SQLite's vocabulary reads
+        ctes: list[str] = []
+        cargs: list[Any] = []
+        branches: list[str] = []
         args: list[Any] = []
-        for i, t in enumerate(terms):
-            got = self._branch(t, n_docs)
-            if got is None:
-                if query.every:
-                    return []
+        for i, (sel, a, word) in parts:
+            if word is not None:
+                n = df.get(word, 0)
+                if not n:
+                    if query.every:
+                        return []
+                    continue
+                idf = math.log((n_docs - n + 0.5) / (n + 0.5)) if n_docs else 0.0
+                branches.append(f"SELECT turn, {i} AS q, %s::float8 AS idf, tf, dl FROM ({sel}) b{i}")
+                args += [max(idf, 1e-6), *a]
                 continue
-            sel, a = got  # a: the branch's parameters, then its idf (selected first)
-            branches.append(f"SELECT turn, {i} AS q, %s::float8 AS idf, tf FROM ({sel}) b{i}")
-            args += [a[-1], *a[:-1]]
+            ctes.append(f"c{i} AS ({sel})")
+            cargs += a
+            branches.append(f"SELECT turn, {i} AS q, ({_idf(f'c{i}', n_docs)}) AS idf, tf, dl FROM c{i}")
         if not branches:
             return []
+        union = " UNION ALL ".join(branches)
+        having = f" HAVING count(DISTINCT h.q) = {len(terms)}" if query.every else ""
+        if since is None and until is None:
+            got = self._ranked_first(scope, ctes, cargs, union, args, having, avgdl, limit, newest=newest)
+            if got is not None:
+                return sorted(got, key=lambda h: -h[1]) if newest else got
         where, params = scope.sql("t")
         where = where.replace("?", "%s")
         extra, eargs = "", []
@@ -200,15 +231,46 @@ class PgText:
         if until is not None:
             extra += " AND coalesce(t.ended_at, t.started_at, t.created_at) < %s"
             eargs.append(until)
-        having = f" HAVING count(DISTINCT h.q) = {len(terms)}" if query.every else ""
         order = "t.rowid DESC" if newest else "s DESC, t.rowid"
-        sql = (f"SELECT t.id, sum(h.idf * h.tf * {K1 + 1} / (h.tf + {K1} * (1 - {B} + {B} * t.tlen / "
-               f"greatest(%s::float8, 1e-9)))) AS s "
-               f"FROM ({' UNION ALL '.join(branches)}) h JOIN turns t ON t.rowid = h.turn "
+        with_ = f"WITH {', '.join(ctes)} " if ctes else ""
+        sql = (f"{with_}SELECT t.id, {_score('t.tlen')} AS s "
+               f"FROM ({union}) h JOIN turns t ON t.rowid = h.turn "
                f"WHERE {where} AND t.deleted = 0{extra} GROUP BY t.id, t.rowid{having} ORDER BY {order} LIMIT %s")
-        rows = self.store.conn.native(sql, [avgdl or 1.0, *args, *params, *eargs, limit]).fetchall()
+        rows = self.store.conn.native(sql, [*cargs, avgdl or 1.0, *args, *params, *eargs, limit]).fetchall()
         hits = [(r[0], float(r[1])) for r in rows]
         return sorted(hits, key=lambda h: -h[1]) if newest else hits
+
+    def _ranked_first(self, scope: Scope, ctes: list[str], cargs: list[Any], union: str, args: list[Any],
+                      having: str, avgdl: float, limit: int, *, newest: bool = False
+                      ) -> list[tuple[str, float]] | None:
+        """The scope's best ``limit`` matches from the best matches overall, ranked from the word rows
+        alone (each carries its turn's length) with the scope of only those checked, in one statement:
+        SQLite's ``_fts_first``. Joining every match with its turn read the whole turns table (a seq
+        scan of 10,000 wide rows was half of a 17 ms statement at 10k turns). None when too few of the
+        best are in scope (the caller joins every match then); the order and scores are the join's.
+        ``newest``: the newest matches instead of the best (in that order; the caller sorts them)."""
+        share = self._in_scope.get(scope, 1.0)
+        if share < FIRST_SHARE:
+            return None
+        want = min(8 * limit, int(limit / share * 1.5) + 8)
+        where, params = scope.sql("t")
+        where = where.replace("?", "%s")
+        sql = (f"WITH {''.join(c + ', ' for c in ctes)}r AS (SELECT h.turn, {_score('h.dl')} AS s FROM ({union}) h "
+               f"GROUP BY h.turn{having} "
+               f"ORDER BY {'h.turn DESC' if newest else 's DESC, h.turn'} LIMIT %s) "
+               f"SELECT t.id, r.s FROM r LEFT JOIN turns t ON t.rowid = r.turn AND {where} AND t.deleted = 0 "
+               f"ORDER BY {'r.turn DESC' if newest else 'r.s DESC, r.turn'}")
+        rows = self.store.conn.native(sql, [*cargs, avgdl or 1.0, *args, want, *params]).fetchall()
+        if not rows:
+            return []
+        hits = [(r[0], float(r[1])) for r in rows if r[0] is not None]
+        with self._lock:
+            if len(self._in_scope) > 256:
+                self._in_scope.clear()
+            self._in_scope[scope] = len(hits) / len(rows)
+        if len(hits) >= limit or len(rows) < want:  # enough, or every match was ranked
+            return hits[:limit]
+        return None
 
     # -- substrings ------------------------------------------------------------------------------
     def search_substrings(self, scope: Scope, terms: list[str], limit: int) -> list[tuple[str, float]]:

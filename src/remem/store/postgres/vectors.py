@@ -2,7 +2,7 @@
 
 ``embeddings.vec`` holds each vector as pgvector's ``vector`` (the SQLite engine's ``vector`` bytes
 column stays empty here: one copy). Recall does not load the vectors into memory as on SQLite; it
-asks :class:`PgVectorSearch`, which runs one query per field:
+asks :class:`PgVectorSearch`, which runs one statement for the fields a search asks for:
 
 - an HNSW index per (model, field, dimension), partial on those values (``vec::vector(D)`` with
   inner-product ops: the stored vectors are what the embedder returned, as SQLite's index scores
@@ -226,10 +226,16 @@ class PgVectorSearch:
     def search(self, scope: Scope, query: Any, model_id: str, field: str, k: int) -> list[tuple[str, float]]:
         """Top ``k`` (row id, score) of this model and field inside ``scope``, best first (the score is
         the inner product, as the SQLite engine's in-memory index gives it)."""
+        return self.search_fields(scope, query, model_id, [field], k)[field]
+
+    def search_fields(self, scope: Scope, query: Any, model_id: str, fields: list[str],
+                      k: int) -> dict[str, list[tuple[str, float]]]:
+        """:meth:`search` of each field, in one statement (one HNSW scan per field, UNION ALL)."""
+        fields = list(dict.fromkeys(fields))
         nums, raw = _query(query)
         dim = len(nums)
-        if k <= 0 or not dim:
-            return []
+        if k <= 0 or not dim or not fields:
+            return {f: [] for f in fields}
         q = to_vector(raw)
         where, params = scope.sql()
         db = self._db
@@ -240,17 +246,18 @@ class PgVectorSearch:
                       "set_config('hnsw.ef_search', %s, %s)", (local, str(ef), local))
             if not local:
                 db._hnsw_ef = ef  # type: ignore[attr-defined]
-        rows = db.execute(
-            f"SELECT row_id, -(vec::vector({dim}) <#> ?) FROM embeddings WHERE model_id = ? AND field = ? "
-            f"AND dim = ? AND row_kind = 'turn' AND {where} ORDER BY vec::vector({dim}) <#> ? LIMIT ?",
-            [q, model_id, field, dim, *params, q, int(k)]).fetchall()
-        got = [(str(r[0]), float(r[1])) for r in rows]
-        got.sort(key=lambda h: -h[1])  # relaxed_order: nearly sorted
-        return got
-
-    def search_fields(self, scope: Scope, query: Any, model_id: str, fields: list[str],
-                      k: int) -> dict[str, list[tuple[str, float]]]:
-        return {f: self.search(scope, query, model_id, f, k) for f in fields}
+        one = (f"(SELECT {{n}} AS f, row_id, -(vec::vector({dim}) <#> ?) AS s FROM embeddings WHERE model_id = ? "
+               f"AND field = ? AND dim = ? AND row_kind = 'turn' AND {where} ORDER BY vec::vector({dim}) <#> ? LIMIT ?)")
+        sql = " UNION ALL ".join(one.format(n=i) for i in range(len(fields)))
+        args: list[Any] = []
+        for f in fields:
+            args += [q, model_id, f, dim, *params, q, int(k)]
+        out: dict[str, list[tuple[str, float]]] = {f: [] for f in fields}
+        for n, rid, score in db.execute(sql, args).fetchall():
+            out[fields[int(n)]].append((str(rid), float(score)))
+        for got in out.values():
+            got.sort(key=lambda h: -h[1])  # relaxed_order: nearly sorted
+        return out
 
     def mean_similarity(self, scope: Scope, query: Any, model_id: str, field: str) -> float | None:
         """The query's score against the scope owners' mean vector of ``field`` (agent and project
@@ -261,7 +268,9 @@ class PgVectorSearch:
         if not owners:
             return None
         db = self._db
-        stamp = (self.vectors.newest(model_id, field), self.vectors.last_delete())
+        newest, last = db.execute("SELECT (SELECT max(created_at) FROM embeddings WHERE model_id = ? AND field = ?), "
+                                  "(SELECT coalesce(max(seq), 0) FROM embedding_deletes)", (model_id, field)).fetchone()
+        stamp = (None if newest is None else float(newest), int(last))  # newest(), last_delete(): one round trip
         key = (owners, model_id, field, dim)
         with self._lock:
             cached = self._means.get(key)
