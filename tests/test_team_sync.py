@@ -95,6 +95,17 @@ def bob_laptop(tmp_path: Path, server) -> Path:
     return home
 
 
+def both_synced(tmp_path: Path, server) -> tuple[Path, Path]:
+    """Alice's laptop synced (her shop-web up), then bob's (his turn up, the team's down)."""
+    a_home = alice_laptop(tmp_path, server)
+    with open_laptop(a_home) as a:
+        teamsync.sync(a)
+    b_home = bob_laptop(tmp_path, server)
+    with open_laptop(b_home) as b:
+        teamsync.sync(b)
+    return a_home, b_home
+
+
 # -- join ------------------------------------------------------------------------------------------
 def test_join_checks_the_token_and_keeps_it_private(server, tmp_path):
     home = tmp_path / "lap"
@@ -411,12 +422,7 @@ def test_learned_memories_mirror_the_server_and_a_local_lock_wins(server, tmp_pa
 
 def test_the_servers_forgets_reach_the_laptop(server, tmp_path):
     admin = server["admin"]
-    a_home = alice_laptop(tmp_path, server)
-    with open_laptop(a_home) as a:
-        teamsync.sync(a)
-    b_home = bob_laptop(tmp_path, server)
-    with open_laptop(b_home) as b:
-        teamsync.sync(b)
+    a_home, b_home = both_synced(tmp_path, server)
     victim = next(r for r in team_turns(admin) if "Chinese" in r.get("request", "") or "报错" in r["request"])
     assert admin.delete(f"/api/v1/memories/{victim['id']}", params={"owner": "team:eng"}).status_code == 200
     with open_laptop(b_home) as b:
@@ -472,12 +478,8 @@ def test_what_a_member_forgets_on_the_laptop_leaves_the_team(server, tmp_path):
 
 
 def test_a_member_removed_from_the_team_stops_reading_it(server, tmp_path):
-    a_home = alice_laptop(tmp_path, server)
-    with open_laptop(a_home) as a:
-        teamsync.sync(a)
-    b_home = bob_laptop(tmp_path, server)
+    a_home, b_home = both_synced(tmp_path, server)
     with open_laptop(b_home) as b:
-        teamsync.sync(b)
         assert b.search("coupon applied after tax")
     with remem.open(server["home"], env={"REMEM_EMBEDDING_MODEL": "hash"}) as s:
         team.change_members(s.store, "eng", ["bob"], add=False)
