@@ -206,8 +206,12 @@ class Remem:
         return RecallSettings(embedding_enabled=bool(self.config.get("embedding.enabled")),
                               related_margin=self.config.get("embedding.related_margin"),
                               token_budget=int(self.config.get("recall.token_budget")),
-                              half_lives=tuple(float(self.config.get(f"learn.retention.half_life_{k}")) for k in
-                                               ("rules", "decisions", "facts", "procedures", "working_state", "other")))
+                              half_lives=(float(self.config.get("learn.retention.half_life_rules")),  # HalfLives'
+                                          float(self.config.get("learn.retention.half_life_decisions")),  # order
+                                          float(self.config.get("learn.retention.half_life_facts")),
+                                          float(self.config.get("learn.retention.half_life_procedures")),
+                                          float(self.config.get("learn.retention.half_life_working_state")),
+                                          float(self.config.get("learn.retention.half_life_other"))))
 
     def search(self, query: str, *, owner: str | builtins.list[str] | None = None, agent: str | None = None,
                project: str | None = None, k: int = 10, scope: Scope | None = None,

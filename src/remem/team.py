@@ -226,13 +226,20 @@ def share_key(turn_id: str) -> str:
     return f"share:{turn_id}"
 
 
+def team_target(mem: Remem, principal: Principal, team: str) -> str:
+    """The team owner ``principal`` may write to: one of a user's teams (they come from the store), or
+    for the home any team that exists."""
+    target = principal.shares_to(team)
+    if principal.is_home and not mem.store.users.team_exists(target[len(TEAM_PREFIX):]):
+        raise TeamError(f"no team {target[len(TEAM_PREFIX):]}")
+    return target
+
+
 def _share_ends(mem: Remem, principal: Principal, team: str, owner: str | None) -> tuple[str, str]:
     """(the owner shared from, the team owner shared to): a user shares its own with its teams; the
     home shares ``owner``'s (default: the configured owner) with any team that exists."""
-    target = principal.shares_to(team)
+    target = team_target(mem, principal, team)
     if principal.is_home:
-        if not mem.store.users.team_exists(target[len(TEAM_PREFIX):]):
-            raise TeamError(f"no team {target[len(TEAM_PREFIX):]}")  # a user's teams come from the store
         return mem.owner_for(None, owner), target
     source = principal.writes(owner)
     assert source is not None
@@ -315,9 +322,7 @@ def receive_push(mem: Remem, principal: Principal, team: str, turns: list[Any]) 
     the team's through the one write path (redaction, dedup, indexes) with a stable key each, so a
     push repeated after a cut connection or a killed process adds nothing. A turn the team forgot
     stays forgotten (no revive)."""
-    target = principal.shares_to(team)
-    if principal.is_home and not mem.store.users.team_exists(target[len(TEAM_PREFIX):]):
-        raise TeamError(f"no team {target[len(TEAM_PREFIX):]}")
+    target = team_target(mem, principal, team)
     by = principal.owner or "home"
     for t in turns:
         if not t.source_key:
@@ -330,6 +335,14 @@ def receive_push(mem: Remem, principal: Principal, team: str, turns: list[Any]) 
     return {"team": target, "results": [r.to_dict() for r in res.results], "counts": res.counts}
 
 
+def _one_owner(principal: Principal, owner: str) -> str:
+    """The one owner a sync read asks for, if ``principal`` may read it."""
+    asked = principal.reads(owner)
+    if not isinstance(asked, str) or not asked:
+        raise TeamError("sync reads one owner at a time (owner=team:NAME)")
+    return asked
+
+
 def changes(mem: Remem, principal: Principal, owner: str, *, after: tuple[float, str], forgotten_since: float,
             limit: int = SYNC_PAGE) -> dict[str, Any]:
     """``GET /api/v1/sync/turns``: one page of a readable owner's turns changed after ``after``
@@ -337,9 +350,7 @@ def changes(mem: Remem, principal: Principal, owner: str, *, after: tuple[float,
     sessions it forgot since ``forgotten_since``, and the cursor of the next page."""
     from .scope import Scope
 
-    asked = principal.reads(owner)
-    if not isinstance(asked, str) or not asked:
-        raise TeamError("sync reads one owner at a time (owner=team:NAME)")
+    asked = _one_owner(principal, owner)
     scope = Scope.of(asked)
     rows = mem.store.turns.changed(scope, after=after, limit=max(1, min(limit, SYNC_PAGE)))
     gone = mem.store.tombstones.since(scope, forgotten_since) if forgotten_since >= 0 else []
@@ -353,9 +364,7 @@ def learned_state(mem: Remem, principal: Principal, owner: str, *, after: float)
     and the whole records (evidence included) of those changed at or after ``after``."""
     from .scope import Scope
 
-    asked = principal.reads(owner)
-    if not isinstance(asked, str) or not asked:
-        raise TeamError("sync reads one owner at a time (owner=team:NAME)")
+    asked = _one_owner(principal, owner)
     rows = mem.store.learned.list(Scope.of(asked))  # type: ignore[attr-defined]
     return {"owner": asked, "ids": {r["id"]: r.get("updated_at") for r in rows},
             "items": [r for r in rows if float(r.get("updated_at") or 0) >= after]}
@@ -379,9 +388,7 @@ def receive_learned(mem: Remem, principal: Principal, team: str, items: list[dic
     from .layers.select import sameness
     from .scope import Scope
 
-    target = principal.shares_to(team)
-    if principal.is_home and not mem.store.users.team_exists(target[len(TEAM_PREFIX):]):
-        raise TeamError(f"no team {target[len(TEAM_PREFIX):]}")
+    target = team_target(mem, principal, team)
     by = principal.owner or "home"
     actor = f"team-sync:{by}"
     area = mem.store.learned  # type: ignore[attr-defined]
@@ -449,9 +456,7 @@ def receive_forget(mem: Remem, principal: Principal, team: str, *, turns: list[s
     from .ingest.pipeline import turn_id
     from .scope import Scope
 
-    target = principal.shares_to(team)
-    if principal.is_home and not mem.store.users.team_exists(target[len(TEAM_PREFIX):]):
-        raise TeamError(f"no team {target[len(TEAM_PREFIX):]}")
+    target = team_target(mem, principal, team)
     ids = {turn_id(target, sync_key(principal, k)) for k in turns if k}
     mine = sync_key(principal, "")
     for sid in {s for s in sessions if s}:

@@ -65,16 +65,17 @@ class SyncError(RememError):
 
 # -- files -------------------------------------------------------------------------------------
 def _write_private(path: Path, data: Any, *, raw: bool = False) -> None:
-    """Write a JSON document (or a raw string) atomically with mode 0600, redacted first."""
-    from .integrations.state import redacted
+    """Write a JSON document redacted (the hooks' state writer: atomic, mode 0600), or the raw token."""
+    from .integrations import state as files
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    if not raw:
+        files.save(path, data)
+        return
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(data if raw else json.dumps(redacted(data), ensure_ascii=False, indent=1, sort_keys=True))
-        f.flush()
-        os.fsync(f.fileno())
+        f.write(data)
     os.replace(tmp, path)
 
 

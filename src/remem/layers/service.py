@@ -130,13 +130,7 @@ def _action(prev: dict[str, Any] | None, rec: dict[str, Any]) -> str:
 
 def decay_rule(mem: Remem) -> retention.Rule:
     """The archive rule as the settings say (``learn.retention``)."""
-    lives = retention.HalfLives(
-        rules=float(mem.config.get("learn.retention.half_life_rules")),
-        decisions=float(mem.config.get("learn.retention.half_life_decisions")),
-        facts=float(mem.config.get("learn.retention.half_life_facts")),
-        procedures=float(mem.config.get("learn.retention.half_life_procedures")),
-        working_state=float(mem.config.get("learn.retention.half_life_working_state")),
-        other=float(mem.config.get("learn.retention.half_life_other")))
+    lives = retention.HalfLives(*mem.recall_settings().half_lives)   # one reading of learn.retention.half_life_*
     return retention.Rule(half_lives=lives, archive_below=float(mem.config.get("learn.retention.archive_below")),
                           min_age_days=float(mem.config.get("learn.retention.min_age_days")),
                           enabled=bool(mem.config.get("learn.retention.enabled")))
