@@ -496,8 +496,9 @@ def _push_learned(mem: Remem, remote: Remote, data: dict[str, Any], local: str, 
     st = state(home)
     since = float((st.get("push_learned") or {}).get(local) or 0.0)
     area = mem.store.learned  # type: ignore[attr-defined]
-    rows = [r for r in area.list(Scope.of(owners, project=local), statuses=("active",))
-            if _curated(r) and r.get("kind") in CURATED_KINDS and float(r.get("updated_at") or 0) > since]
+    rows = sorted((r for r in area.list(Scope.of(owners, project=local), statuses=("active",))
+                   if _curated(r) and r.get("kind") in CURATED_KINDS and float(r.get("updated_at") or 0) > since),
+                  key=lambda r: float(r.get("updated_at") or 0))   # oldest first: the cursor only moves on
     counts: dict[str, int] = {}
     for start in range(0, len(rows), 200):
         page = rows[start:start + 200]
