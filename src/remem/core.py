@@ -619,7 +619,7 @@ def _same_packet(area: Any, rec: dict[str, Any], now: float) -> int | None:
     for p in area.recent(Scope.of(rec["owner"]), session=rec["session_id"], limit=3):
         if now - float(p["created_at"]) > SAME_PACKET_SECONDS:
             break
-        if all(p.get(k) == rec[k] for k in ("entry", "prompt_hash", "turn_ids", "learned_ids", "project")):
+        if all(p.get(k) == rec[k] for k in ("entry", "agent", "prompt_hash", "turn_ids", "learned_ids", "project")):
             return int(p["id"])
     return None
 
