@@ -329,6 +329,41 @@ def test_one_job_per_kind_at_a_time(mem):
         runner.shutdown()
 
 
+def test_shutdown_requeues_a_job_that_ends_after_an_idle_worker_left(mem):
+    """The idle worker leaves first; the busy one still records that its job waits for the next start
+    (a worker leaving once closed every thread's PostgreSQL connection, and the job stayed 'running')."""
+    started = threading.Event()
+
+    def slow(ctx):
+        started.set()
+        while not ctx.control.stopped:
+            time.sleep(0.01)
+        time.sleep(0.3)  # the idle worker has left by now
+        return {}
+
+    runner = _runner(mem, {"slow": slow}, workers=2)
+    job, _ = runner.enqueue("slow")
+    assert started.wait(10)
+    runner.shutdown(timeout=5)
+    assert mem.store.jobs.get(job["id"])["status"] == "queued"
+
+
+def test_a_thread_releasing_its_connection_leaves_the_others_open(mem):
+    mem.store.jobs.counts()  # this thread's connection
+    done = threading.Event()
+
+    def other():
+        mem.store.jobs.counts()
+        mem.store.release()
+        done.set()
+
+    threading.Thread(target=other).start()
+    assert done.wait(10)
+    assert isinstance(mem.store.jobs.counts(), dict)  # still open here
+    with mem.store.transaction():
+        mem.store.jobs.enqueue("x", {})
+
+
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="per-thread nice is Linux")
 def test_job_threads_run_at_background_priority_and_leave_requests_alone():
     import os

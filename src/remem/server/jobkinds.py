@@ -304,4 +304,4 @@ class Scheduler:
                     auto_install(mem)
             except Exception as e:
                 log.warning("scheduled sync skipped: %s", e)
-        mem.close()
+        mem.store.release()  # this thread's connection only: running jobs still record their end

@@ -166,6 +166,15 @@ class JobRunner:
         deadline = time.monotonic() + timeout
         for t in self._threads:
             t.join(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            stuck = list(self._live)
+        for job_id in stuck:  # a unit of work outlived the wait: its job still goes back to the queue
+            try:
+                with self.mem.store.transaction():
+                    self.mem.store.jobs.requeue(job_id)
+                log.warning("job %s did not stop in %.0fs; queued again for the next start", job_id, timeout)
+            except Exception as e:
+                log.error("cannot queue job %s again: %s", job_id, e)
 
     def wake(self) -> None:
         self._wake.set()
@@ -263,6 +272,8 @@ class JobRunner:
 
     def _claim(self) -> dict[str, Any] | None:
         with self._lock:
+            if self._closing.is_set():  # shutdown has stopped the live jobs: claim nothing after it
+                return None
             busy = {live.job["kind"] for live in self._live.values()}
             kinds = tuple(k for k in self.handlers if k not in busy)
             if not kinds:
@@ -291,7 +302,7 @@ class JobRunner:
                 with self._lock:
                     self._live.pop(job["id"], None)
                 self._wake.set()
-        self.mem.close()
+        self.mem.store.release()  # this thread's connection only: another worker may still be writing
 
     def _report(self, job_id: int, data: dict[str, Any], *, force: bool = False) -> None:
         with self._lock:
@@ -353,16 +364,21 @@ class JobRunner:
         self._report(job_id, final, force=False)
         with self._lock:
             progress = dict(self._live[job_id].progress)
-        try:
-            jobs = self.mem.store.jobs
-            with self.mem.store.transaction():
-                jobs.progress(job_id, progress)
-                if status == "queued" and retry_in is None:  # interrupted by shutdown: resume next start
-                    jobs.requeue(job_id)
+        for attempt in (1, 2):  # a connection lost under the write: once more, on a new one
+            try:
+                jobs = self.mem.store.jobs
+                with self.mem.store.transaction():
+                    jobs.progress(job_id, progress)
+                    if status == "queued" and retry_in is None:  # interrupted by shutdown: resume next start
+                        jobs.requeue(job_id)
+                    else:
+                        jobs.finish(job_id, status, error, retry_in=retry_in)
+                break
+            except Exception as e:
+                if attempt == 2:
+                    log.error("cannot record the end of job %s: %s", job_id, e)
                 else:
-                    jobs.finish(job_id, status, error, retry_in=retry_in)
-        except Exception as e:
-            log.error("cannot record the end of job %s: %s", job_id, e)
+                    self.mem.store.release()
         with self._lock:
             self._live.pop(job_id, None)
         snap = self.get(job_id)

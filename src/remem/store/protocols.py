@@ -57,7 +57,13 @@ class Store(Protocol):
         """Apply the engine's pending migrations; return their names."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Close the store: every connection it opened, in any thread."""
+        ...
+
+    def release(self) -> None:
+        """Close only the calling thread's connection (a worker thread that ends; the others go on)."""
+        ...
 
 
 # -- sources (syncstate) --

@@ -95,6 +95,14 @@ class PgStore:
                  for fn in (layer.migrations or {}).get(self.engine, ())] if plugins.third_party() else []
         return migrate(self.conn, extra)
 
+    def release(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            with self._all_lock:
+                self._all.discard(conn)
+            conn.close()
+
     def close(self) -> None:
         """Close every connection this store opened (any thread's)."""
         with self._all_lock:

@@ -55,10 +55,18 @@ def _ensure_user() -> None:
 
     if exists():
         return
-    got = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SYSTEM_USER],
-                         capture_output=True, text=True)
-    if got.returncode != 0 and not exists():  # another process (a parallel test worker) may have made it
-        raise StoreError(f"cannot create the system user {SYSTEM_USER}: {got.stderr.strip()[-300:]}")
+    import fcntl
+
+    # parallel test workers on a fresh machine all get here at once: one creates the user, the others
+    # wait for it (two concurrent useradds left a user whose uid initdb could not look up)
+    with open(Path(tempfile.gettempdir()) / f"{SYSTEM_USER}-useradd.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if exists():
+            return
+        got = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                              SYSTEM_USER], capture_output=True, text=True)
+        if got.returncode != 0 and not exists():
+            raise StoreError(f"cannot create the system user {SYSTEM_USER}: {got.stderr.strip()[-300:]}")
 
 
 @dataclass

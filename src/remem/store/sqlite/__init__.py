@@ -88,6 +88,11 @@ class SqliteStore:
         return migrate(self.conn, extra)
 
     def close(self) -> None:
+        # a SQLite connection belongs to the thread that opened it: the others' close when their threads
+        # release them (or with the process)
+        self.release()
+
+    def release(self) -> None:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
