@@ -312,13 +312,23 @@ def test_idempotent_on_both_corpora() -> None:
 # ---------------------------------------------------------------- size and speed
 
 
-def test_huge_ordinary_input_is_fast() -> None:
-    text = "\n".join(ORDINARY)
-    text = text * (4_000_000 // len(text) + 1)
-    start = time.process_time()
-    assert redact_text(text) == text
-    mb_per_s = len(text) / 1e6 / (time.process_time() - start)
-    assert mb_per_s > 5, f"{mb_per_s:.1f} MB/s"  # the bench measures the real figure (> 20 MB/s)
+def test_huge_ordinary_input_costs_linear_time() -> None:
+    """4 MB of ordinary text comes back unchanged, at a per-byte cost close to 1 MB's: no rule
+    backtracks over the whole input (a quadratic one costs 4x per byte). The speed itself is the
+    redaction benchmark's (bench/RESULTS.md); a ratio in one run holds on a loaded machine."""
+    base = "\n".join(ORDINARY)
+
+    def cost(size: int) -> float:
+        text = base * (size // len(base) + 1)
+        best = float("inf")
+        for _ in range(2):
+            start = time.process_time()
+            assert redact_text(text) == text
+            best = min(best, (time.process_time() - start) / len(text))
+        return best
+
+    small, big = cost(1_000_000), cost(4_000_000)
+    assert big < 2.5 * small, f"{big / small:.1f}x the per-byte cost at 4 MB"
 
 
 def test_huge_secret_input() -> None:
