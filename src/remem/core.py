@@ -433,7 +433,7 @@ class Remem:
             self.prepare_onnx()
         return emb
 
-    def prepare_onnx(self, *, wait: bool = False) -> str:
+    def prepare_onnx(self, *, wait: bool = False, build: bool = True) -> str:
         """Let the embedder run on its faster runtime when it has one (e5-small on onnxruntime,
         built once into ``REMEM_HOME/models``). Long-lived processes call this (the daemon at
         start-up, the benchmarks, a large embedding backlog); a one-shot call embedding one query
@@ -445,7 +445,7 @@ class Remem:
         prepare = getattr(emb, "prepare_onnx", None)
         if prepare is None:
             return "not used: the embedder has no faster runtime"
-        return str(prepare(self.home / "models", wait=wait))
+        return str(prepare(self.home / "models", wait=wait, build=build))
 
     @property
     def embedder_error(self) -> str:

@@ -70,6 +70,10 @@ class Server(Section):
     host: str = setting("127.0.0.1", "loopback only: memories are private", env="REMEM_HOST")
     port: int = setting(7077, "fixed so hooks find the daemon without discovery", env="REMEM_PORT",
                         ge=1, le=65535)
+    job_processes: bool = setting(False, "true runs the daemon's embed and learn jobs in a niced process of "
+                                  "their own (their work never holds the daemon's interpreter lock); no gain "
+                                  "measured yet (bench/RESULTS.md, storms), so off",
+                                  env="REMEM_JOB_PROCESSES")
 
 
 class Embedding(Section):

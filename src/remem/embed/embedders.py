@@ -464,12 +464,12 @@ class E5SmallEmbedder(_LazyModel):
         return np.asarray(self._model.encode(texts, query), dtype=np.float32).reshape(len(texts), self.dim)
 
     # -- the same weights on onnxruntime (embed/e5onnx.py) -------------------------------------
-    def prepare_onnx(self, cache_dir: str | os.PathLike[str], *, wait: bool = False) -> str:
+    def prepare_onnx(self, cache_dir: str | os.PathLike[str], *, wait: bool = False, build: bool = True) -> str:
         """Embed with the same weights on onnxruntime, about 3x faster than the engine
         (bench/RESULTS.md, "e5-small on onnxruntime"). Builds the encoder into ``cache_dir`` once (about 5 s,
         in a child process, in the background unless ``wait``); until it is ready, and wherever
         onnxruntime is missing, the engine embeds. Returns "ready", "building" or why it is not
-        used."""
+        used. ``build=False`` only opens an encoder another process built (the daemon's job process)."""
         if self._onnx is None:
             if missing := _onnx_missing():
                 return f"not used: {missing} not installed"
@@ -479,7 +479,7 @@ class E5SmallEmbedder(_LazyModel):
                 self._onnx = e5onnx.Encoder(self.model_file, cache_dir)
             except Exception as e:  # an unreadable model file leaves the engine in charge
                 return f"not used: {type(e).__name__}: {e}"
-        if self._onnx.load(build=True, wait=wait):
+        if self._onnx.load(build=build, wait=wait):
             return "ready"
         return f"not used: {self._onnx.error}" if self._onnx.error else "building"
 

@@ -70,7 +70,8 @@ class Front:
             mem = Remem(st.home)
             st.mem = mem
             recovered = recover(mem)  # before any worker claims a job
-            runner = JobRunner(mem, st.bus, plugins.job_kinds())  # the built-ins and any plugin's kinds
+            isolate = ("embed", "learn") if mem.config.get("server.job_processes") else ()
+            runner = JobRunner(mem, st.bus, plugins.job_kinds(), isolate=isolate)  # built-ins and plugins' kinds
             st.runner = runner
             self.app = create_app(st)
             st.status = "ready"

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import RememError
 from ..threads import background_priority
 from .events import EventBus
+from .jobproc import JobProcess
 
 if TYPE_CHECKING:
     from ..core import Remem
@@ -134,8 +135,11 @@ def fraction(progress: dict[str, Any]) -> float | None:
 
 class JobRunner:
     def __init__(self, mem: Remem, bus: EventBus, handlers: dict[str, Handler], *, workers: int = 2,
-                 max_attempts: int = 3, backoff: float = 15.0, poll: float = 1.0, max_queued: int = 100) -> None:
+                 max_attempts: int = 3, backoff: float = 15.0, poll: float = 1.0, max_queued: int = 100,
+                 isolate: tuple[str, ...] = ()) -> None:
         self.mem = mem
+        self.isolate = frozenset(isolate)  # kinds run in a child process (server/jobproc.py)
+        self._procs: dict[str, JobProcess] = {}
         self.bus = bus
         self.handlers = handlers
         self.workers = workers
@@ -168,6 +172,9 @@ class JobRunner:
             t.join(max(0.0, deadline - time.monotonic()))
         with self._lock:
             stuck = list(self._live)
+            procs = list(self._procs.values())
+        for proc in procs:
+            proc.end()
         for job_id in stuck:  # a unit of work outlived the wait: its job still goes back to the queue
             try:
                 with self.mem.store.transaction():
@@ -270,6 +277,15 @@ class JobRunner:
         with self.mem.store.transaction():
             self.mem.store.jobs.set_status(job_id, status)
 
+    def _handler(self, kind: str) -> Handler:
+        if kind not in self.isolate:
+            return self.handlers[kind]
+        with self._lock:
+            proc = self._procs.get(kind)
+            if proc is None:
+                proc = self._procs[kind] = JobProcess(self.mem.home, kind)
+        return proc.run
+
     def _claim(self) -> dict[str, Any] | None:
         with self._lock:
             if self._closing.is_set():  # shutdown has stopped the live jobs: claim nothing after it
@@ -341,7 +357,7 @@ class JobRunner:
         status, error, retry_in = "done", "", None
         result: dict[str, Any] | None = None
         try:
-            result = self.handlers[kind](ctx) or {}
+            result = self._handler(kind)(ctx) or {}
             if control.stopped:
                 status = "queued" if control.reason == "shutdown" else "stopped"
         except NoRetry as e:
@@ -350,6 +366,8 @@ class JobRunner:
             error = f"{type(e).__name__}: {e}"
             if control.stopped and control.reason == "shutdown":
                 status = "queued"
+            elif control.stopped:  # stopped by the user while it failed (or was ended): not retried
+                status = "stopped"
             elif job["attempts"] < self.max_attempts:
                 status, retry_in = "queued", self.backoff * 2 ** (job["attempts"] - 1)
             else:
