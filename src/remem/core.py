@@ -445,7 +445,9 @@ class Remem:
         prepare = getattr(emb, "prepare_onnx", None)
         if prepare is None:
             return "not used: the embedder has no faster runtime"
-        return str(prepare(self.home / "models", wait=wait, build=build))
+        # ``build`` only when asked not to: a plugin's embedder may not take it
+        return str(prepare(self.home / "models", wait=wait) if build else prepare(self.home / "models", wait=wait,
+                                                                                    build=False))
 
     @property
     def embedder_error(self) -> str:
