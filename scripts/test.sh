@@ -26,6 +26,11 @@ if [ -f scripts/install-system.sh ]; then
   bash scripts/install-system.sh
 fi
 
+# bytecode as a user's install has it: with PYTHONDONTWRITEBYTECODE set (some CI images set it), every
+# hook, daemon and CLI process a test starts would compile remem from source again
+unset PYTHONDONTWRITEBYTECODE
+.venv/bin/python -m compileall -q src .venv/lib >/dev/null 2>&1 || true
+
 # tests run in parallel processes (pytest-xdist), one per core up to 4 (REMEM_TEST_WORKERS=0: serially);
 # each has its own temporary homes and, on PostgreSQL, its own server
 WORKERS=${REMEM_TEST_WORKERS:-$(n=$(nproc 2>/dev/null || echo 2); [ "$n" -gt 4 ] && n=4; echo "$n")}
