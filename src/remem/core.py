@@ -142,17 +142,19 @@ class Remem:
     # -- writes ----------------------------------------------------------------------------
     def add_turns(self, turns: builtins.list[TurnIn], *, live: bool = False, defer_index: bool = False,
                   revive: bool = False, preserve: builtins.list[dict[str, Any] | None] | None = None,
-                  fallback_ts: float | Sequence[float | None] | None = None, learn: bool = True) -> BatchResult:
+                  fallback_ts: float | Sequence[float | None] | None = None, learn: bool = True,
+                  wait: bool = True) -> BatchResult:
         """Every write goes through here into the one pipeline (``ingest.pipeline.persist``).
         ``learn`` False queues no learning for these turns (a team's turns pulled by ``remem team
-        sync``: the team's learned memories come from its server)."""
+        sync``: the team's learned memories come from its server). ``wait`` False raises ``Locked``
+        (nothing written) instead of waiting while another writer holds the database."""
         if self.readonly:
             raise StoreError("this remem handle is read-only")
         res = persist(self.store, turns, max_bytes=int(self.config.get("ingest.max_turn_bytes")),
                       max_tool_output=int(self.config.get("ingest.max_tool_output")), live=live,
                       defer_index=defer_index, revive=revive, preserve=preserve, fallback_ts=fallback_ts,
                       learn_after=float(self.config.get("learn.delay_seconds"))
-                      if learn and self.config.get("learn.enabled") else None)
+                      if learn and self.config.get("learn.enabled") else None, wait=wait)
         if self._access:
             self.flush_access(wait=False)  # this connection just wrote: the lock is likely free
         return res

@@ -45,11 +45,32 @@ def jobs(port: int, token: str) -> list[dict[str, Any]]:
     return list(got.get("jobs", got) if isinstance(got, dict) else got)
 
 
+ROUTES = {"POST /api/v1/recall/turn-start": "recall", "POST /api/v1/turns": "capture",
+          "POST /api/v1/recall/session-start": "session_start"}
+
+
+def route_times(log: Path, start: int, end: int) -> dict[str, dict[str, float]]:
+    """The daemon's own time per hook route (its request log) between two offsets of its log file:
+    which part of a hook's round trip waited."""
+    with open(log, "rb") as f:
+        f.seek(start)
+        lines = f.read(max(0, end - start)).decode("utf-8", "replace").splitlines()
+    got: dict[str, list[float]] = {}
+    for line in lines:
+        for route, name in ROUTES.items():
+            if f" {route} " in line and line.endswith("ms"):
+                got.setdefault(name, []).append(float(line.rsplit(" ", 1)[1][:-2]) / 1000)
+    return {name: {"n": len(ts), "p50": round(hs.pct(ts, 50), 1), "p95": round(hs.pct(ts, 95), 1),
+                   "max": round(max(ts) * 1000, 1)} for name, ts in sorted(got.items())}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--memories", type=int, default=2000)
     ap.add_argument("--turns", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--no-drain", action="store_true",
+                    help="stop once the import is done (no wait for the job queue to drain)")
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "remem"
@@ -75,24 +96,30 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             env_d = {**env, "REMEM_PORT": str(port)}
+            log = home / "logs" / "daemon.log"
+            at = log.stat().st_size
             idle = hs.measure(env_d, a.runs, 3, "idle")
+            daemon_idle = route_times(log, at, log.stat().st_size)
             t0 = time.time()
             imp = subprocess.Popen([sys.executable, "-c", IMPORT, str(home), str(a.turns)], env=env,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             watcher = threading.Thread(target=sample, daemon=True)
             watcher.start()
             time.sleep(2.0)                      # the import is under way
+            at = log.stat().st_size
             storm = hs.measure(env_d, a.runs, 0, "storm")
+            daemon_storm = route_times(log, at, log.stat().st_size)
+            still_importing = imp.poll() is None
             imp.wait(timeout=3600)
             imported = time.time() - t0
             drained = None
-            deadline = time.time() + 1800
+            deadline = time.time() + (0 if a.no_drain else 1800)
             while time.time() < deadline:      # the daemon works off the learn job and the embeddings
                 if queue.get("last", 1) == 0 and queue["samples"] > 3:
                     drained = time.time() - t0
                     break
                 time.sleep(1.0)
-            after = hs.measure(env_d, a.runs, 0, "after") if drained is None else None
+            after = hs.measure(env_d, a.runs, 0, "after") if drained is None and not a.no_drain else None
         finally:
             stop.set()
             d.terminate()
@@ -101,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
            "queue_drained_s": None if drained is None else round(drained, 1), "max_jobs_queued": queue["max_queued"],
            "idle": {k: round(v, 1) if isinstance(v, float) else v for k, v in idle.items()},
            "storm": {k: round(v, 1) if isinstance(v, float) else v for k, v in storm.items()},
+           "daemon_ms": {"idle": daemon_idle, "storm": daemon_storm},
+           "import_outlasted_storm_runs": still_importing,
            "load": round(os.getloadavg()[0], 1)}
     if after is not None:
         out["still_busy_after_30_min"] = {k: round(v, 1) if isinstance(v, float) else v for k, v in after.items()}

@@ -192,7 +192,7 @@ def persist(store: WriteStore, turns: list[TurnIn], *, max_bytes: int = MAX_TURN
             defer_index: bool = False, revive: bool = False,
             preserve: Sequence[Mapping[str, Any] | None] | None = None,
             fallback_ts: float | Sequence[float | None] | None = None,
-            learn_after: float | None = 30.0) -> BatchResult:
+            learn_after: float | None = 30.0, wait: bool = True) -> BatchResult:
     """Write ``turns`` in one transaction (all or nothing) and queue embedding for new content.
 
     What the user forgot stays out (``store.tombstones``): a turn it covers is
@@ -201,13 +201,14 @@ def persist(store: WriteStore, turns: list[TurnIn], *, max_bytes: int = MAX_TURN
     stored fields to keep for a new row (``PRESERVED``: created_at, access counts, …).
     ``fallback_ts`` replaces an implausible time when the turn has no good one of its own (one
     value for all, or one per turn: a sync writes several files' turns in one transaction).
+    ``wait=False``: raise ``Locked`` at once, nothing written, when another writer holds the lock.
     """
     now = time.time()
     fallbacks = (list(fallback_ts) if isinstance(fallback_ts, Sequence) else [fallback_ts] * len(turns))
     prepared = [prepare(t, max_bytes=max_bytes, max_tool_output=max_tool_output, live=live, now=now,
                         fallback_ts=fb) for t, fb in zip(turns, fallbacks, strict=True)]
     out = BatchResult()
-    with store.transaction():
+    with store.transaction(wait=wait):
         changed = False
         touched: list[str] = []
         check = store.tombstones.any()

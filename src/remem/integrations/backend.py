@@ -26,7 +26,7 @@ ENDPOINTS = {
     "recall": "/api/v1/recall/turn-start",     # {prompt, agent, project} -> packet {text, items}
     "session_start": "/api/v1/recall/session-start",   # {agent, project} -> core facts {text, items}
     "repair": "/api/v1/recall/repair",         # {error, tool, command, agent, project, ...} -> packet {text, items}
-    "capture": "/api/v1/turns",                # {turns: [...], live: true} -> {results: [...]}
+    "capture": "/api/v1/turns",                # {turns: [...], live: true, wait} -> {results: [...]}
     "search": "/api/v1/memories/search",       # ?q=&k=&project=&agent= -> {results: [...]}
 }
 
@@ -159,11 +159,14 @@ class Backend:
         self.via = "local"
         return self.mem.session_start(project=project or None, agent=agent)
 
-    def capture(self, turns: list[TurnIn]) -> list[dict[str, Any]]:
+    def capture(self, turns: list[TurnIn], *, wait: bool = True) -> list[dict[str, Any]]:
+        """Store live turns. ``wait`` False: the daemon answers at once even while another writer
+        holds the database (the turns wait in its queue, in order; the results are then empty)."""
         if not turns:
             return []
         try:
-            got = self._daemon("POST", "capture", {"live": True, "turns": [turn_to_dict(t) for t in turns]})
+            got = self._daemon("POST", "capture", {"live": True, "wait": wait,
+                                                   "turns": [turn_to_dict(t) for t in turns]})
             if isinstance(got, dict) and isinstance(got.get("results"), list):
                 return got["results"]
         except DaemonUnavailable:

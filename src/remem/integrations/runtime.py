@@ -400,8 +400,10 @@ class Handler:
         packet = self.b.recall(recall_query(ev.prompt), agent=ev.agent, project=ev.cwd, session_id=ev.session_id,
                                core_shown=core_shown)
         if not pending.get("skip"):
-            # store the request now, so a turn the agent never finishes is not lost
-            self.b.capture([self._turn(pending, reply="", tools=[], status="cancelled", open_=True)])
+            # store the request now, so a turn the agent never finishes is not lost; never wait for a
+            # database another writer (an import, a sync) holds: the daemon queues it (the turn's end
+            # writes the whole turn again)
+            self.b.capture([self._turn(pending, reply="", tools=[], status="cancelled", open_=True)], wait=False)
         text = "\n".join(t for t in (fix, str(packet.get("text") or "")) if t.strip())
         return self.answer(render.with_request(text, ev.prompt))
 

@@ -64,11 +64,13 @@ class Front:
             from .app import create_app
             from .jobkinds import Scheduler, recover, startup
             from .jobs import JobRunner
+            from .livewrite import LiveWriter
             from .state import version
 
             log.info("remem %s starting", version())
             mem = Remem(st.home)
             st.mem = mem
+            st.writer = LiveWriter(mem)
             recovered = recover(mem)  # before any worker claims a job
             isolate = ("embed", "learn") if mem.config.get("server.job_processes") else ()
             runner = JobRunner(mem, st.bus, plugins.job_kinds(), isolate=isolate)  # built-ins and plugins' kinds
@@ -95,6 +97,8 @@ class Front:
         st.bus.close()
         if st.scheduler is not None:
             st.scheduler.stop()
+        if st.writer is not None:
+            st.writer.close()          # queued captures are written before the database closes
         if st.runner is not None:
             st.runner.shutdown()
         if st.mem is not None:

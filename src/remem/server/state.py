@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..core import Remem
     from .jobkinds import Scheduler
     from .jobs import JobRunner
+    from .livewrite import LiveWriter
 
 CONFIRM_SECONDS = 300  # a confirmation token lives five minutes: time to read the warning, not a day
 
@@ -75,6 +76,7 @@ class DaemonState:
     error: str = ""
     mem: Remem | None = None
     runner: JobRunner | None = None
+    writer: LiveWriter | None = None    # live captures: written at once, or queued while the lock is busy
     scheduler: Scheduler | None = None
     bus: EventBus = field(default_factory=EventBus)
     confirmations: Confirmations = field(default_factory=Confirmations)

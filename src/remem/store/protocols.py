@@ -50,7 +50,7 @@ class Store(Protocol):
 
     def transaction(self, *, wait: bool = True) -> contextlib.AbstractContextManager[Any]:
         """One write transaction; every area's writes inside it commit or roll back together.
-        ``wait=False`` gives up at once (StoreError) when another writer holds the lock."""
+        ``wait=False`` gives up at once (``Locked``, a StoreError) when another writer holds the lock."""
         ...
 
     def migrate(self) -> list[str]:

@@ -3,7 +3,7 @@
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 from pydantic import BaseModel, Field
 
 from ...core import Remem
@@ -78,6 +78,10 @@ class TurnBody(BaseModel):
 class TurnsBody(BaseModel):
     turns: list[TurnBody] = Field(min_length=1, max_length=500)
     live: bool = True
+    # False: answer at once even when another writer (an import, a sync) holds the database; the
+    # turns then wait in the daemon's queue, in order, and the answer says "queued" (a hook's opening
+    # capture, whose answer nobody reads)
+    wait: bool = True
 
 
 def _search(mem: Remem, who: deps.Principal, query: str, k: int, owner: str | None, agent: str | None,
@@ -132,7 +136,7 @@ def add_memory(mem: Mem, who: deps.Who, body: AddBody) -> dict[str, Any]:
 
 
 @router.post("/turns", summary="Capture complete turns (hooks and plugins)")
-def add_turns(mem: Mem, who: deps.Who, body: TurnsBody) -> dict[str, Any]:
+def add_turns(mem: Mem, who: deps.Who, body: TurnsBody, request: Request, response: Response) -> dict[str, Any]:
     turns = []
     for t in body.turns:
         turns.append(TurnIn(
@@ -141,7 +145,15 @@ def add_turns(mem: Mem, who: deps.Who, body: TurnsBody) -> dict[str, Any]:
                      for a in t.actions],
             project=t.project, session_id=t.session_id, source_key=t.source_key, status=t.status,
             started_at=t.started_at or time.time(), ended_at=t.ended_at, model=t.model, tags=t.tags))
-    res = mem.add_turns(turns, live=body.live)
+    writer = deps.state(request).writer
+    if writer is None:
+        res = mem.add_turns(turns, live=body.live)
+    else:
+        got = writer.write(turns, live=body.live, wait=body.wait)
+        if got is None:      # another writer holds the database: written as soon as it lets go
+            response.status_code = 202
+            return {"results": [], "counts": {}, "queued": len(turns)}
+        res = got
     return {"results": [r.to_dict() for r in res.results], "counts": res.counts}
 
 

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import StoreError
+from ..errors import Locked, StoreError
 
 _CACHE_MAX = 4096
 
@@ -117,14 +117,14 @@ def explain(e: Exception, where: str = "") -> StoreError:
     import psycopg
 
     msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    if isinstance(e, psycopg.errors.LockNotAvailable):     # an OperationalError too: ask first
+        return Locked("database is locked by another writer")
     if isinstance(e, psycopg.OperationalError):
         return StoreError(f"cannot reach the PostgreSQL database {where}: {msg}".replace("  ", " "))
     if isinstance(e, psycopg.errors.InsufficientPrivilege):
         return StoreError(f"the PostgreSQL user may not do this {where}: {msg}".replace("  ", " "))
     if isinstance(e, psycopg.errors.DiskFull):
         return StoreError(f"no space left on the PostgreSQL server; nothing was written ({msg})")
-    if isinstance(e, psycopg.errors.LockNotAvailable):
-        return StoreError("database is locked by another writer")
     return StoreError(f"database error: {msg}")
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreError
+from ..errors import Locked, StoreError
 
 BUSY_TIMEOUT_MS = 30_000  # long enough that eight concurrent writers never see "locked"
 
@@ -85,7 +85,7 @@ def transaction(conn: sqlite3.Connection, *, immediate: bool = True,
             if "locked" not in str(e).lower() and "busy" not in str(e).lower():
                 raise _explain(e, "") from None
             if not wait:
-                raise StoreError("database is locked by another writer") from None
+                raise Locked("database is locked by another writer") from None
             time.sleep(min(0.5, 0.01 * (attempt + 1)) * random.random())
     else:
         raise StoreError("database stayed locked by another process; try again")

@@ -22,7 +22,7 @@ COLUMNS = ("id, source_key, owner, agent, project, session_id, source_name, kind
 
 
 def _find_existing(db: sqlite3.Connection, row: TurnRow) -> sqlite3.Row | None:
-    got = db.execute("SELECT rowid, id, content_hash, source_key FROM turns WHERE owner = ? AND source_key = ?",
+    got = db.execute("SELECT rowid, id, content_hash, source_key, tags FROM turns WHERE owner = ? AND source_key = ?",
                      (row.owner, row.source_key)).fetchone()
     if got:
         return got
@@ -30,7 +30,7 @@ def _find_existing(db: sqlite3.Connection, row: TurnRow) -> sqlite3.Row | None:
         # a message already belongs to a turn of this owner: same turn, re-assembled
         ids = row.message_ids[:16]
         hit = db.execute(
-            "SELECT t.rowid, t.id, t.content_hash, t.source_key FROM messages m JOIN turns t ON t.id = m.turn_id "
+            "SELECT t.rowid, t.id, t.content_hash, t.source_key, t.tags FROM messages m JOIN turns t ON t.id = m.turn_id "
             f"WHERE m.source = ? AND m.source_msg_id IN ({','.join('?' * len(ids))}) AND t.owner = ? LIMIT 1",
             (row.source_name, *ids, row.owner)).fetchone()
         if hit:
@@ -38,13 +38,18 @@ def _find_existing(db: sqlite3.Connection, row: TurnRow) -> sqlite3.Row | None:
     if row.session_id and row.request_hash:
         # a live capture and an import of the same prompt in the same session are one turn
         for hit in db.execute(
-            "SELECT rowid, id, content_hash, source_key FROM turns WHERE owner = ? AND agent = ? "
+            "SELECT rowid, id, content_hash, source_key, tags FROM turns WHERE owner = ? AND agent = ? "
             "AND session_id = ? AND request_hash = ? ORDER BY rowid DESC LIMIT 4",
             (row.owner, row.agent, row.session_id, row.request_hash),
         ):
             if hit["source_key"].startswith("live:") != row.live:
                 return hit
     return None
+
+
+def is_open(tags: str) -> bool:
+    """A live capture of a turn still under way (its hooks tag it ``open`` until the turn ends)."""
+    return '"open"' in (tags or "")
 
 
 def write_turn(db: sqlite3.Connection, row: TurnRow, now: float | None = None) -> tuple[str, str]:
@@ -58,6 +63,10 @@ def write_turn(db: sqlite3.Connection, row: TurnRow, now: float | None = None) -
             return tid, "duplicate"
         if row.live and not existing["source_key"].startswith("live:"):
             # the imported transcript is richer than a live capture: keep it
+            return tid, "duplicate"
+        if row.live and is_open(row.tags) and not is_open(existing["tags"]):
+            # a turn's opening capture arriving after its end (a capture that waited out a busy
+            # database in the daemon's queue) never turns the finished turn back into an open one
             return tid, "duplicate"
         db.execute(
             "UPDATE turns SET request=?, reply=?, actions=?, actions_json=?, status=?, started_at=?, "
