@@ -96,3 +96,27 @@ def safe_tree(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [safe_tree(v) for v in value]
     return value
+
+
+def relative_age(seconds: float | None) -> str:
+    """How long ago, in words ("just now", "3 days ago"): the ages every packet and list shows."""
+    if seconds is None:
+        return "unknown age"
+    s = max(0.0, seconds)
+    if s < 90:
+        return "just now"
+    if s < 3600:
+        return f"{round(s / 60)} minutes ago"
+    if s < 86400:
+        h = round(s / 3600)
+        return "1 hour ago" if h == 1 else f"{h} hours ago"
+    days = s / 86400
+    if days < 2:
+        return "yesterday"
+    if days < 14:
+        return f"{int(days)} days ago"
+    if days < 60:
+        return f"{int(days // 7)} weeks ago"
+    if days < 730:
+        return f"{int(days // 30)} months ago"
+    return f"{int(days // 365)} years ago"

@@ -13,8 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..agent_text import attr, safe
-from ..recall.packet import relative_age
+from ..agent_text import attr, relative_age, safe
 
 MAX_EPISODE_CHARS = 9_000      # ~2.3k tokens; Claude Code passes ~10k chars of context whole
 MAX_FIELD_CHARS = 1_500

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..agent_text import indent_lines, safe
+from ..agent_text import indent_lines, relative_age, safe
 from ..text.cjk import WIDE
 
 OPEN = "<remem_memory_context>"
@@ -86,29 +86,6 @@ def escape(text: str) -> str:
     """Make memory text inert inside the wrapper (the one renderer, :func:`remem.agent_text.safe`);
     its lines are kept for :func:`_indent`."""
     return safe(text, indent="")
-
-
-def relative_age(seconds: float | None) -> str:
-    if seconds is None:
-        return "unknown age"
-    s = max(0.0, seconds)
-    if s < 90:
-        return "just now"
-    if s < 3600:
-        return f"{round(s / 60)} minutes ago"
-    if s < 86400:
-        h = round(s / 3600)
-        return "1 hour ago" if h == 1 else f"{h} hours ago"
-    days = s / 86400
-    if days < 2:
-        return "yesterday"
-    if days < 14:
-        return f"{int(days)} days ago"
-    if days < 60:
-        return f"{int(days // 7)} weeks ago"
-    if days < 730:
-        return f"{int(days // 30)} months ago"
-    return f"{int(days // 365)} years ago"
 
 
 def find_paths(text: str, limit: int = 4) -> list[str]:
@@ -205,7 +182,6 @@ def render_avoid(n: int, a: dict[str, Any], now: float) -> str:
                                                                                         if when else None)))
     ref = f" · id {safe(str(a['id']))}" if a.get("id") else ""
     return f"A{n}. [{head}{ref}] " + _indent(escape(_clip(a.get("text") or "", LEARNED_CHARS)))
-
 
 
 def _section(group: Sequence[dict[str, Any]], head: str, share: int, render: Any, now: float,
