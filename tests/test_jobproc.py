@@ -1,5 +1,5 @@
-"""With ``server.job_processes`` on, the daemon's embed and learn jobs run in a process of their own
-(server/jobproc.py)."""
+"""The daemon's learn job runs in a process of its own (``server.learn_process``, on by default); with
+``server.job_processes`` on, the embed job does too (server/jobproc.py)."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def test_stop_reaches_the_child_and_the_job_is_stopped(tmp_path):
         assert d.get("/api/v1/stats").json()["embeddings"].get("pending", 0) > 0
 
 
-def test_by_default_jobs_run_in_the_daemon(tmp_path):
+def test_by_default_the_embed_job_runs_in_the_daemon(tmp_path):
     home = _home(tmp_path, 1200, 1)
     env = {"HOME": str(tmp_path / "home"), "REMEM_AUTO_SYNC": "0"}
     with Daemon(home, env=env) as d:
@@ -132,10 +132,20 @@ def test_by_default_jobs_run_in_the_daemon(tmp_path):
         assert _job_children(d) == []
 
 
-def test_learn_job_runs_in_its_child_and_returns_its_result(tmp_path):
+@pytest.mark.parametrize("setting", [{}, ON], ids=["by-default", "job-processes"])
+def test_learn_job_runs_in_its_child_and_returns_its_result(tmp_path, setting):
     home = _home(tmp_path, 300, 32, REMEM_LEARN_DELAY="0")  # the write queues a learn job, due now
-    env = {"HOME": str(tmp_path / "home"), "REMEM_AUTO_SYNC": "0", **ON}
+    env = {"HOME": str(tmp_path / "home"), "REMEM_AUTO_SYNC": "0", **setting}
     with Daemon(home, env=env) as d:
         done = _wait_job(d, "learn", ("done",), timeout=120)
         assert "projects" in done["progress"].get("result", {}), done
         assert any(cmd.rstrip().endswith("learn") for _, cmd in _job_children(d))
+
+
+def test_learn_process_off_runs_the_learn_job_in_the_daemon(tmp_path):
+    home = _home(tmp_path, 300, 32, REMEM_LEARN_DELAY="0")
+    env = {"HOME": str(tmp_path / "home"), "REMEM_AUTO_SYNC": "0", "REMEM_LEARN_PROCESS": "0"}
+    with Daemon(home, env=env) as d:
+        done = _wait_job(d, "learn", ("done",), timeout=120)
+        assert "projects" in done["progress"].get("result", {}), done
+        assert _job_children(d) == []

@@ -70,10 +70,13 @@ class Server(Section):
     host: str = setting("127.0.0.1", "loopback only: memories are private", env="REMEM_HOST")
     port: int = setting(7077, "fixed so hooks find the daemon without discovery", env="REMEM_PORT",
                         ge=1, le=65535)
-    job_processes: bool = setting(False, "true runs the daemon's embed and learn jobs in a niced process of "
-                                  "their own (their work never holds the daemon's interpreter lock); no gain "
-                                  "measured yet (bench/RESULTS.md, storms), so off",
-                                  env="REMEM_JOB_PROCESSES")
+    learn_process: bool = setting(True, "the daemon's learn job runs in a niced process of its own: its "
+                                  "pure-Python extractors held the daemon's interpreter lock, and a hook's "
+                                  "turn start waited (real-shaped home: p95 742 → 172 ms during a learn; "
+                                  "bench/RESULTS.md, storms)", env="REMEM_LEARN_PROCESS")
+    job_processes: bool = setting(False, "true also runs the embed job in a process of its own (embedding "
+                                  "mostly waits in onnxruntime, which lets go of the interpreter lock: no "
+                                  "gain measured, so off)", env="REMEM_JOB_PROCESSES")
 
 
 class Embedding(Section):

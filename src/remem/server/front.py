@@ -72,7 +72,8 @@ class Front:
             st.mem = mem
             st.writer = LiveWriter(mem)
             recovered = recover(mem)  # before any worker claims a job
-            isolate = ("embed", "learn") if mem.config.get("server.job_processes") else ()
+            isolate = (("embed", "learn") if mem.config.get("server.job_processes")
+                       else ("learn",) if mem.config.get("server.learn_process") else ())
             runner = JobRunner(mem, st.bus, plugins.job_kinds(), isolate=isolate)  # built-ins and plugins' kinds
             st.runner = runner
             self.app = create_app(st)
