@@ -91,14 +91,17 @@ def test_a_killed_job_process_fails_its_job_which_is_retried(tmp_path):
     env = {"HOME": str(tmp_path / "home"), "REMEM_AUTO_SYNC": "0", **ON}
     with Daemon(home, env=env) as d:
         _wait_job(d, "embed", ("running",))
-        deadline = time.monotonic() + 15
-        while not (kids := _job_children(d)):
-            assert time.monotonic() < deadline
+        deadline = time.monotonic() + 30
+        # kill the child once it works on the job (its progress reached the daemon), not while it
+        # starts: a child killed before it took the job fails it as "did not take the job"
+        while not ((kids := [k for k in _job_children(d) if k[1].rstrip().endswith("embed")])
+                   and _wait_job(d, "embed", ("running",))["progress"].get("done", 0) >= 1):
+            assert time.monotonic() < deadline, _job_children(d)
             time.sleep(0.05)
         (pid, _), = kids
         os.kill(pid, signal.SIGKILL)
         waiting = _wait_job(d, "embed", ("queued",), timeout=30)
-        assert "job process ended" in waiting["error"] and waiting["attempts"] == 1
+        assert "job process ended" in waiting["error"] and waiting["attempts"] == 1, waiting
         assert d.get("/health").json()["status"] == "ready"  # the daemon itself is untouched
         assert waiting["run_after"] > time.time()  # retried after its back-off, in a new child
         log = (home / "logs" / "daemon.log").read_text(errors="replace")
