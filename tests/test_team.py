@@ -320,7 +320,21 @@ def test_sharing_a_learned_memory(rest):
     assert {i["owner"] for i in theirs} == {"team:web"}   # (what else those turns teach comes along: see docs)
     assert "bun" in frank.post("/api/v1/recall/session-start", json={"project": "shop-web"}).text.lower()
     assert frank.get(f"/api/v1/learned/{bun['id']}").json()["quotes"]          # evidence the team can read
-    assert frank.post(f"/api/v1/learned/{bun['id']}/lock").status_code == 404  # read by members, not curated
+    # members curate the team's memories: each decision is theirs in the history; deleting one for good
+    # (and learning the team) stays the server home's; someone outside the team reaches none of it
+    locked = frank.post(f"/api/v1/learned/{bun['id']}/lock")
+    assert locked.status_code == 200 and locked.json()["locked"] is True, locked.text
+    assert frank.post(f"/api/v1/learned/{bun['id']}/delete").json()["status"] == "deleted"
+    assert frank.post(f"/api/v1/learned/{bun['id']}/restore").json()["status"] == "active"
+    events = frank.get(f"/api/v1/learned/{bun['id']}/history").json()["events"]
+    assert [e["actor"] for e in events[-3:]] == ["user:frank"] * 3, events[-3:]
+    assert frank.post(f"/api/v1/learned/{bun['id']}/delete", params={"hard": "true"}).status_code == 404
+    assert frank.post(f"/api/v1/learned/{bun['id']}/forget").status_code == 404
+    assert frank.post("/api/v1/learned/learn", params={"owner": "team:web"}).status_code == 403
+    assert rest["c"]["alice"].post(f"/api/v1/learned/{bun['id']}/unlock").status_code == 404   # not in web
+    assert rest["c"]["alice"].post(f"/api/v1/learned/{bun['id']}/unlock", params={"owner": "team:web"}
+                                   ).status_code == 403
+    assert frank.post(f"/api/v1/learned/{bun['id']}/unlock").json()["locked"] is False
     other = next((i for i in mine if i["status"] != "active"), None)
     if other is not None:
         assert erin.post("/api/v1/share", json={"id": other["id"], "team": "web"}).status_code == 404

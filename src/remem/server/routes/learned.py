@@ -31,9 +31,20 @@ class ThumbBody(BaseModel):
 
 
 def _changes(who: deps.Principal, owner: str | None) -> str | list[str] | None:
-    """The owners a change (a thumb, an edit, a decision, a learn) may touch: a user's own only, so a
-    team's learned memories are read by its members but curated by the home for now."""
+    """The owners a decision (approve, reject, archive, edit, lock, soft delete, restore, rollback, a
+    verdict, a thumb) may touch: what the caller reads — for a user its own and its teams', so a team's
+    members curate the team's learned memories; each event names the member (``_actor``)."""
+    return deps.owners(who, owner)
+
+
+def _own(who: deps.Principal, owner: str | None) -> str | list[str] | None:
+    """The owners a learn run or a deletion for good may touch: a user's own only (a team's memories
+    are learned by its server and deleted for good by its home; a member can soft-delete them)."""
     return deps.owners(who, owner) if who.is_home else deps.own(who, owner)
+
+
+def _actor(who: deps.Principal) -> str:
+    return "user" if who.is_home else str(who.owner)
 
 
 def _call(fn: Any, *args: Any, **kw: Any) -> Any:
@@ -67,7 +78,7 @@ def list_learned(mem: Mem, who: deps.Who, project: str | None = None, status: st
 @router.post("/learned/learn", summary="Run the learner now (what `remem learn` does)")
 def learn_now(mem: Mem, who: deps.Who, project: str | None = None, rebuild: bool = False, owner: str | None = None
               ) -> dict[str, Any]:
-    return mem.learn(project=project or None, rebuild=rebuild, owner=_changes(who, owner))
+    return mem.learn(project=project or None, rebuild=rebuild, owner=_own(who, owner))
 
 
 @router.get("/learned/{memory_id}", summary="One learned memory with its evidence turns quoted")
@@ -83,36 +94,38 @@ def learned_history(mem: Mem, who: deps.Who, memory_id: str, owner: str | None =
 @router.post("/learned/{memory_id}/edit", summary="Rewrite a learned memory's text (locks it)")
 def edit_learned(mem: Mem, who: deps.Who, memory_id: str, body: EditBody, owner: str | None = None) -> dict[str, Any]:
     return _call(service.act, mem, mem.scope(_changes(who, owner)), memory_id,  # type: ignore[no-any-return]
-                 "edit", text=body.text)
+                 "edit", text=body.text, actor=_actor(who))
 
 
 @router.post("/learned/{memory_id}/feedback", summary="A verdict: good → approve, bad → reject, outdated → archive")
 def feedback_learned(mem: Mem, who: deps.Who, memory_id: str, body: FeedbackBody, owner: str | None = None) -> dict[str, Any]:
     return _call(service.feedback, mem, mem.scope(_changes(who, owner)), memory_id,  # type: ignore[no-any-return]
-                 body.verdict, body.note, actor="user")
+                 body.verdict, body.note, actor=_actor(who))
 
 
 @router.post("/learned/{memory_id}/delete", summary="Delete a learned memory: soft (restorable for "
              "learn.retention.deleted_days) or, with hard=true, for good (never learned again)")
 def delete_learned(mem: Mem, who: deps.Who, memory_id: str, hard: bool = False,
                    owner: str | None = None) -> dict[str, Any]:
-    return _call(service.delete, mem, mem.scope(_changes(who, owner)), memory_id,  # type: ignore[no-any-return]
-                 hard=hard)
+    scope = mem.scope(_own(who, owner) if hard else _changes(who, owner))
+    return _call(service.delete, mem, scope, memory_id, hard=hard, actor=_actor(who))  # type: ignore[no-any-return]
 
 
 @router.post("/learned/{memory_id}/restore", summary="Undo a soft delete (within learn.retention.deleted_days) "
              "or an archive (the memory is approved: decay leaves it be)")
 def restore_learned(mem: Mem, who: deps.Who, memory_id: str, owner: str | None = None) -> dict[str, Any]:
     return _call(service.act, mem, mem.scope(_changes(who, owner)), memory_id,  # type: ignore[no-any-return]
-                 "restore")
+                 "restore", actor=_actor(who))
 
 
 @router.post("/learned/events/{event_id}/rollback", summary="Put a memory back as it was before this event")
 def rollback_learned(mem: Mem, who: deps.Who, event_id: Annotated[int, deps.Path(ge=1, le=deps.INT64)],
                      owner: str | None = None) -> dict[str, Any]:
-    return _call(service.rollback, mem, mem.scope(_changes(who, owner)), event_id)  # type: ignore[no-any-return]
+    return _call(service.rollback, mem, mem.scope(_changes(who, owner)), event_id,  # type: ignore[no-any-return]
+                 actor=_actor(who))
 
 
 @router.post("/learned/{memory_id}/{action}", summary="approve, reject, archive, lock, unlock or forget")
 def decide_learned(mem: Mem, who: deps.Who, memory_id: str, action: Action, owner: str | None = None) -> dict[str, Any]:
-    return _call(service.act, mem, mem.scope(_changes(who, owner)), memory_id, action)  # type: ignore[no-any-return]
+    scope = mem.scope(_own(who, owner) if action == "forget" else _changes(who, owner))   # forget: for good
+    return _call(service.act, mem, scope, memory_id, action, actor=_actor(who))  # type: ignore[no-any-return]
