@@ -176,6 +176,11 @@ class Remote:
             raise SyncError(f"cannot reach {self.url} ({reason}); nothing was lost: sync again later") from e
 
 
+def remote(mem: Remem) -> Remote:
+    """The team server this home joined, as its user (``remem team join``); SyncError if none."""
+    return _remote(mem)
+
+
 def _remote(mem: Remem) -> Remote:
     got = link(mem.home)
     if not got.get("url"):

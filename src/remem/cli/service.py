@@ -201,13 +201,15 @@ def _ago(seconds: float) -> str:
 @click.option("--agent", default=None, help="Read and write as this agent (its owner and read scope).")
 @click.option("--owner", default=None, help="Owner (profile) to use instead of the agent's.")
 @click.option("--project", default=None, help="Limit reads to this project by default.")
+@click.option("--team", "team", is_flag=True,
+              help="Act as the user of the team server this home joined (remem team join): its memories and its teams'.")
 @click.pass_context
 @handle_errors
-def mcp(ctx: click.Context, agent: str | None, owner: str | None, project: str | None) -> None:
+def mcp(ctx: click.Context, agent: str | None, owner: str | None, project: str | None, team: bool) -> None:
     """Serve remem's memory tools over MCP (stdio) for any MCP client."""
     from ..mcp_server import run
 
-    run(home=ctx.ensure_object(dict).get("home"), agent=agent, owner=owner, project=project)
+    run(home=ctx.ensure_object(dict).get("home"), agent=agent, owner=owner, project=project, team=team)
 
 
 @click.command()
