@@ -67,10 +67,7 @@ class Tools:
             raise ValueError("query is empty")
         k = max(1, min(int(k), 50))
         hits = self.mem.search(query, scope=self.read_scope(project, agent), k=k, explain=True)
-        return safe_tree({"query": query, "results": [
-            {"id": h["id"], "text": h["text"][:PREVIEW], "agent": h["agent"], "project": h["project"],
-             "session_id": h["session_id"], "created_at": h["created_at"], "score": h["score"],
-             "why": sorted((h.get("details") or {}).get("channels", {}))} for h in hits]})
+        return safe_tree({"query": query, "results": [_hit(h) for h in hits]})
 
     def memory_get(self, id: str) -> dict[str, Any]:  # noqa: A002 - the tool's public parameter name
         """One whole memory by id: the request, the tool trajectory and the reply."""
@@ -93,9 +90,7 @@ class Tools:
         limit = max(1, min(int(limit), 500))
         rows = self.mem.timeline(session_id, owner=list(self.read_scope().owners), limit=limit)
         return safe_tree({"session_id": session_id, "items": [
-            {"id": r["id"], "agent": r["agent"], "project": r["project"], "status": r["status"],
-             "started_at": r["started_at"], "request": r["request"][:PREVIEW], "reply": r["reply"][:PREVIEW],
-             "tools": [a.get("name") for a in r.get("actions", [])][:20]} for r in rows]})
+            _step(r, [a.get("name") for a in r.get("actions", [])]) for r in rows]})
 
     def memory_forget(self, id: str) -> dict[str, Any]:  # noqa: A002
         """Delete one memory (and what was derived from it) for good: later imports of the agent's
@@ -112,8 +107,7 @@ class Tools:
         from .layers import service
 
         rows = service.listing(self.mem, self.read_scope(project), status=status, kind=kind)
-        keep = ("id", "layer", "kind", "text", "status", "confidence", "project", "sessions", "evidence", "updated_at")
-        return safe_tree({"items": [{k: r[k] for k in keep} for r in rows[:max(1, min(int(limit), 500))]]})
+        return safe_tree({"items": [_learned(r) for r in rows[:max(1, min(int(limit), 500))]]})
 
     def memory_feedback(self, id: str, verdict: str, note: str = "") -> dict[str, Any]:  # noqa: A002
         """Judge a learned memory: good (approve), bad (reject: never learned again from the same
@@ -162,11 +156,7 @@ class TeamTools:
         params = {"q": query, "k": max(1, min(int(k), 50)), "project": project or self.project or "",
                   "agent": agent or ""}
         got = self._call("GET", "memories/search", params={k_: v for k_, v in params.items() if v != ""})
-        return safe_tree({"query": query, "results": [
-            {"id": h["id"], "text": str(h.get("text") or "")[:PREVIEW], "agent": h.get("agent"),
-             "project": h.get("project"), "session_id": h.get("session_id"), "created_at": h.get("created_at"),
-             "score": h.get("score"), "why": sorted((h.get("details") or {}).get("channels", {}))}
-            for h in got.get("results", [])]})
+        return safe_tree({"query": query, "results": [_hit(h) for h in got.get("results", [])]})
 
     def memory_get(self, id: str) -> dict[str, Any]:  # noqa: A002 - the tool's public parameter name
         """One whole memory by id: the request, the tool trajectory and the reply."""
@@ -185,10 +175,7 @@ class TeamTools:
         got = self._call("GET", f"sessions/{_segment(session_id)}/timeline",
                          params={"limit": max(1, min(int(limit), 500))})
         return safe_tree({"session_id": session_id, "items": [
-            {"id": r["id"], "agent": r.get("agent"), "project": r.get("project"), "status": r.get("status"),
-             "started_at": r.get("started_at"), "request": str(r.get("request") or "")[:PREVIEW],
-             "reply": str(r.get("reply") or "")[:PREVIEW], "tools": list(r.get("tools") or [])[:20]}
-            for r in got.get("items", [])]})
+            _step(r, list(r.get("tools") or [])) for r in got.get("items", [])]})
 
     def memory_forget(self, id: str) -> dict[str, Any]:  # noqa: A002
         """Delete one memory (and what was derived from it) for good: later imports of the agent's
@@ -203,8 +190,7 @@ class TeamTools:
         params = {"project": project or self.project or "", "status": status, "kind": kind or "",
                   "limit": max(1, min(int(limit), 500))}
         got = self._call("GET", "learned", params={k: v for k, v in params.items() if v != ""})
-        keep = ("id", "layer", "kind", "text", "status", "confidence", "project", "sessions", "evidence", "updated_at")
-        return safe_tree({"items": [{k: r.get(k) for k in keep} for r in got.get("items", [])]})
+        return safe_tree({"items": [_learned(r) for r in got.get("items", [])]})
 
     def memory_feedback(self, id: str, verdict: str, note: str = "") -> dict[str, Any]:  # noqa: A002
         """Judge a learned memory: good (approve), bad (reject: never learned again from the same
@@ -223,6 +209,27 @@ class TeamTools:
         and approved)."""
         got = self._call("POST", f"learned/{_segment(id)}/restore")
         return safe_tree({"id": got["id"], "status": got["status"]})
+
+
+def _hit(h: dict[str, Any]) -> dict[str, Any]:
+    """One search result as the tools give it (local or from a team server)."""
+    return {"id": h["id"], "text": str(h.get("text") or "")[:PREVIEW], "agent": h.get("agent"),
+            "project": h.get("project"), "session_id": h.get("session_id"), "created_at": h.get("created_at"),
+            "score": h.get("score"), "why": sorted((h.get("details") or {}).get("channels", {}))}
+
+
+def _step(r: dict[str, Any], tools: list[Any]) -> dict[str, Any]:
+    """One turn of a session's timeline as the tools give it."""
+    return {"id": r["id"], "agent": r.get("agent"), "project": r.get("project"), "status": r.get("status"),
+            "started_at": r.get("started_at"), "request": str(r.get("request") or "")[:PREVIEW],
+            "reply": str(r.get("reply") or "")[:PREVIEW], "tools": tools[:20]}
+
+
+LEARNED_KEYS = ("id", "layer", "kind", "text", "status", "confidence", "project", "sessions", "evidence", "updated_at")
+
+
+def _learned(r: dict[str, Any]) -> dict[str, Any]:
+    return {k: r.get(k) for k in LEARNED_KEYS}
 
 
 def _segment(value: str) -> str:

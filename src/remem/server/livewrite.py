@@ -10,9 +10,10 @@ caller that asked not to wait gets its answer now.
 Order is kept: while anything waits here, every later capture queues behind it (a turn's end must
 not be overtaken by its own opening capture; the store also never lets an opening capture reopen a
 finished turn). A caller that waits gets the results of its own write. On shutdown the queue is
-written out before the database closes. What a queue holds is only ever a capture that did not ask
-to wait (an opening capture: the turn's end writes the whole turn again), so a daemon killed with
-``kill -9`` while the lock was busy loses at most such openings, never a finished turn.
+written out before the database closes. A daemon killed with ``kill -9`` while the lock was busy
+loses what its queue held: captures that did not ask to wait (a turn's opening capture: the turn's
+end writes the whole turn again), and captures whose callers were still waiting (they get no answer,
+and the hook then writes the turn to the database itself) — never a finished turn.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..store.errors import Locked, StoreError
 
@@ -81,6 +82,10 @@ class LiveWriter:
         with self._cond:
             return len(self._queue) + (1 if self._writing else 0)
 
+    def status(self) -> dict[str, int]:
+        """What ``/status`` shows: captures waiting now, and how many met a busy database since start."""
+        return {"queued_now": self.pending(), "queued_since_start": self.queued_total}
+
     def close(self, timeout: float = 30.0) -> int:
         """Write out what waits (up to ``timeout`` seconds), then stop. Returns how many captures were
         left unwritten (0 unless the database stayed locked the whole time)."""
@@ -136,9 +141,3 @@ class LiveWriter:
                 time.sleep(RETRY_SECONDS * attempt)
         ticket.done.set()
 
-
-def describe(writer: LiveWriter | None) -> dict[str, Any]:
-    """What ``/status`` shows of the live writer."""
-    if writer is None:
-        return {}
-    return {"queued_now": writer.pending(), "queued_since_start": writer.queued_total}

@@ -14,7 +14,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from ... import privacy
-from .. import deps, events, livewrite, logs, optional, security
+from .. import deps, events, logs, optional, security
 from ..jobs import JobRunner
 from ..state import DaemonState
 
@@ -93,7 +93,7 @@ def status(state: State) -> dict[str, Any]:
     if state.runner is not None:
         out["jobs"] = {"counts": state.runner.counts(), "active": state.runner.active_snapshots()}
     if state.writer is not None:
-        out["live_captures"] = livewrite.describe(state.writer)
+        out["live_captures"] = state.writer.status()
     out["privacy"] = privacy.status(state.home)
     return out
 
