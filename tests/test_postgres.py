@@ -30,6 +30,16 @@ def test_shared_sql_becomes_postgresql():
     assert translate("WHERE owner = ?1 AND key = ?2") == "WHERE owner = %(p1)s AND key = %(p2)s"
 
 
+def test_an_hnsw_build_gets_the_memory_its_graph_needs():
+    from remem.store.postgres.vectors import build_memory
+
+    assert build_memory(1000, 384) == "512MB"          # small: the floor
+    assert build_memory(150_000, 384) == "512MB"        # measured: the graph of 150k took ~270 MB
+    assert 512 < int(build_memory(400_000, 384).removesuffix("MB")) < 1024
+    assert int(build_memory(1_000_000, 384).removesuffix("MB")) > 2000  # a 1M-vector graph in memory
+    assert build_memory(50_000_000, 768) == "4096MB"     # at most 4 GB of the server's memory
+
+
 def test_words_are_tokenized_like_fts5_unicode61():
     assert tokenize("src/remem/db.py raised KeyError: 'café_au_lait'") == \
         ["src", "remem", "db", "py", "raised", "keyerror", "cafe", "au", "lait"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import logging
 import os
@@ -10,7 +11,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from . import config as configmod
 from . import hook_settings, tasks
@@ -22,6 +23,9 @@ from .recall.context import RecallContext, RecallSettings
 from .scope import Scope
 from .store import ENGINE_ERRORS, StoreError, open_store
 from .store.protocols import WriteStore
+
+if TYPE_CHECKING:
+    from .ingest.workers import PreparePool
 
 EXPORT_VERSION = 1
 MAX_PENDING_ACCESS = 1000  # recall hits waiting to be counted (oldest dropped past this)
@@ -48,6 +52,7 @@ class Remem:
         self._access: list[tuple[Scope, builtins.list[str], float]] = []  # recall hits not yet counted
         self._access_lock = threading.Lock()
         self._recall: RecallContext | None = None
+        self._pool: PreparePool | None = None   # an import's worker processes (import_workers)
         if not readonly:
             self.init()
 
@@ -140,6 +145,23 @@ class Remem:
         return Scope.of(owners, agent=agent, project=project)
 
     # -- writes ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def import_workers(self) -> Iterator[None]:
+        """Inside: large writes (an import's batches) are prepared in worker processes while the
+        writer writes (``ingest.workers``; started on the first large write, stopped on leaving).
+        Nested uses share the outer one's."""
+        if self._pool is not None:
+            yield
+            return
+        from .ingest.workers import PreparePool, auto_workers
+
+        self._pool = PreparePool(auto_workers(int(self.config.get("ingest.workers"))))
+        try:
+            yield
+        finally:
+            pool, self._pool = self._pool, None
+            pool.close()
+
     def add_turns(self, turns: builtins.list[TurnIn], *, live: bool = False, defer_index: bool = False,
                   revive: bool = False, preserve: builtins.list[dict[str, Any] | None] | None = None,
                   fallback_ts: float | Sequence[float | None] | None = None, learn: bool = True,
@@ -154,7 +176,7 @@ class Remem:
                       max_tool_output=int(self.config.get("ingest.max_tool_output")), live=live,
                       defer_index=defer_index, revive=revive, preserve=preserve, fallback_ts=fallback_ts,
                       learn_after=float(self.config.get("learn.delay_seconds"))
-                      if learn and self.config.get("learn.enabled") else None, wait=wait)
+                      if learn and self.config.get("learn.enabled") else None, wait=wait, pool=self._pool)
         if self._access:
             self.flush_access(wait=False)  # this connection just wrote: the lock is likely free
         return res

@@ -116,6 +116,9 @@ class Ingest(Section):
                                   ge=1024, le=1 << 30)
     max_tool_output: int = setting(2000, "characters per tool call (0 = no limit); keeps the trajectory "
                                    "readable", ge=0, le=1 << 24)
+    workers: int = setting(-1, "processes that prepare an import's turns (redaction, CJK words, entities) while "
+                           "the writer writes: -1 = one per core (at most 4, none on one core), 0 = none; "
+                           "bench/RESULTS.md, import with workers", env="REMEM_INGEST_WORKERS", ge=-1, le=64)
 
 
 class Sync(Section):

@@ -10,7 +10,7 @@ import json
 import math
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,9 +23,11 @@ from .deferred import index_rows
 from .normalize import InputError, clean_text, norm_request, sha, strip_injected
 from .redact import redact
 from .signatures import error_signatures
+from .workers import MIN_TURNS as MIN_POOL_TURNS
 
 if TYPE_CHECKING:
     from ..store.protocols import WriteStore
+    from .workers import PreparePool
 
 MAX_TURN_BYTES = 2 * 1024 * 1024
 INLINE_TRIGRAM = 32  # small writes (CLI, hooks) get the trigram index at once; imports defer it (entities never)
@@ -192,7 +194,7 @@ def persist(store: WriteStore, turns: list[TurnIn], *, max_bytes: int = MAX_TURN
             defer_index: bool = False, revive: bool = False,
             preserve: Sequence[Mapping[str, Any] | None] | None = None,
             fallback_ts: float | Sequence[float | None] | None = None,
-            learn_after: float | None = 30.0, wait: bool = True) -> BatchResult:
+            learn_after: float | None = 30.0, wait: bool = True, pool: PreparePool | None = None) -> BatchResult:
     """Write ``turns`` in one transaction (all or nothing) and queue embedding for new content.
 
     What the user forgot stays out (``store.tombstones``): a turn it covers is
@@ -202,18 +204,24 @@ def persist(store: WriteStore, turns: list[TurnIn], *, max_bytes: int = MAX_TURN
     ``fallback_ts`` replaces an implausible time when the turn has no good one of its own (one
     value for all, or one per turn: a sync writes several files' turns in one transaction).
     ``wait=False``: raise ``Locked`` at once, nothing written, when another writer holds the lock.
+    ``pool`` (an import's worker processes): a large write's turns are prepared there while the rows
+    already prepared are written (``workers.PreparePool``); the same rows as without it.
     """
     now = time.time()
     fallbacks = (list(fallback_ts) if isinstance(fallback_ts, Sequence) else [fallback_ts] * len(turns))
-    prepared = [prepare(t, max_bytes=max_bytes, max_tool_output=max_tool_output, live=live, now=now,
-                        fallback_ts=fb) for t, fb in zip(turns, fallbacks, strict=True)]
+    kw = {"max_bytes": max_bytes, "max_tool_output": max_tool_output, "live": live, "now": now}
+    prepared: Iterable[tuple[TurnRow | None, WriteResult | None, list[tuple[str, str]] | None]]
+    if pool is not None and len(turns) >= MIN_POOL_TURNS:
+        prepared = pool.prepare(turns, kw, fallbacks)    # lazily, inside the transaction
+    else:
+        prepared = [(*prepare(t, fallback_ts=fb, **kw), None) for t, fb in zip(turns, fallbacks, strict=True)]
     out = BatchResult()
     with store.transaction(wait=wait):
         changed = False
         touched: list[str] = []
         check = store.tombstones.any()
         mentions: list[tuple[str, str, list[tuple[str, str]], bool]] = []
-        for i, (row, res) in enumerate(prepared):
+        for i, (row, res, ents) in enumerate(prepared):
             if row is None:
                 assert res is not None
                 out.results.append(res)
@@ -229,8 +237,9 @@ def persist(store: WriteStore, turns: list[TurnIn], *, max_bytes: int = MAX_TURN
                 changed = True
                 touched.append(tid)
                 # entity rows are part of what recall needs at once (imports too); trigram can wait
-                mentions.append((row.owner, tid, extract(turn_text(row.request, row.reply, row.actions)),
-                                 status == "updated"))
+                if ents is None:
+                    ents = extract(turn_text(row.request, row.reply, row.actions))
+                mentions.append((row.owner, tid, ents, status == "updated"))
             keep = preserve[i] if preserve is not None and i < len(preserve) else None
             if keep and status == "added":
                 _restore(store, tid, keep, now)

@@ -551,7 +551,7 @@ def run_sync(mem: Remem, agents: list[str] | None = None, *, full: bool = False,
     skipped: list[str] = []
     synced: set[str] = set()
     t0 = time.time()
-    with sync_lock(mem):
+    with sync_lock(mem), mem.import_workers():
         for src, name, given, custom in plan:
             if control.stopped:
                 break

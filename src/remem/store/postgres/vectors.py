@@ -41,7 +41,17 @@ Row = tuple[str, str, str, str, int, bytes, str, str, str, str]
 # ef_search: HNSW's candidate list (pgvector's default 40 found 7.8 of the true 10 nearest on clustered
 # vectors, 100 too; 400 all 10: tests/test_postgres.py), at most pgvector's limit
 EF_MIN, EF_MAX = 400, 1000
-BUILD_MEMORY = "512MB"   # maintenance_work_mem while an HNSW index is built (settle)
+# maintenance_work_mem while an HNSW index is built (settle): at least 512 MB, else what the graph
+# needs (~1.25 × (4·dim + 400) bytes a vector: 150k vectors of 384 numbers took ~270 MB), at most 4 GB.
+# A graph that outgrows it is finished on disk, many times slower (150k vectors with 64 MB: 611 s).
+BUILD_MEMORY_MB = (512, 4096)
+
+
+def build_memory(vectors: int, dim: int) -> str:
+    """maintenance_work_mem for building the HNSW index of ``vectors`` vectors of ``dim`` numbers
+    (the server takes it only as its graph grows)."""
+    need = int(vectors * (4 * dim + 400) * 1.25 / 2**20) + 1
+    return f"{min(max(need, BUILD_MEMORY_MB[0]), BUILD_MEMORY_MB[1])}MB"
 
 _PUT = ("INSERT INTO embeddings (row_kind, row_id, field, model_id, dim, vector, vec, content_hash, owner, agent, "
         "project, created_at) VALUES (?,?,?,?,?,''::bytea,?,?,?,?,?,?) "
@@ -170,9 +180,11 @@ class PgVectors(SqliteVectors):
         built = []
         # HNSW builds fast while its graph fits in maintenance_work_mem (64 MB by default; the graph of
         # 150k vectors of 384 numbers is ~270 MB, and that build took 611 s here); this session only
-        db.native("SELECT set_config('maintenance_work_mem', %s, false)", (BUILD_MEMORY,))
         try:
             for model_id, field, dim in todo:
+                n = db.native("SELECT count(*) FROM embeddings WHERE model_id = %s AND field = %s AND dim = %s",
+                              (model_id, field, dim)).fetchone()[0]
+                db.native("SELECT set_config('maintenance_work_mem', %s, false)", (build_memory(n, dim),))
                 if ensure_index(db, model_id, field, dim, concurrently=True):
                     built.append(index_name(model_id, field, dim))
                 with self._lock:

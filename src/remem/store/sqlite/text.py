@@ -51,6 +51,9 @@ def match_expression(q: TextQuery) -> str:
     return (" AND " if q.every else " OR ").join(dict.fromkeys(term_expression(t) for t in q.terms))
 
 
+UNINDEXED_SCAN = 5000   # newest turns not yet in the trigram index that a substring search scans
+
+
 def trigram_expression(terms: list[str]) -> str:
     return " OR ".join(quote(t) for t in terms if len(t) >= 3)
 
@@ -161,9 +164,34 @@ class SqliteText:
         sql = (f"SELECT t.id, bm25(turns_trgm) AS s FROM turns_trgm JOIN turns t ON t.rowid = turns_trgm.rowid "
                f"WHERE turns_trgm MATCH ? AND {where} AND t.deleted = 0 ORDER BY s LIMIT ?")
         try:
-            return [(r[0], -float(r[1])) for r in self.store.conn.execute(sql, [expr, *params, limit])]
+            hits = [(r[0], -float(r[1])) for r in self.store.conn.execute(sql, [expr, *params, limit])]
         except sqlite3.OperationalError:
-            return []
+            hits = []
+        return self._with_unindexed(scope, [t for t in terms if len(t) >= 3], hits, limit)
+
+    def _with_unindexed(self, scope: Scope, terms: list[str], hits: list[tuple[str, float]],
+                        limit: int) -> list[tuple[str, float]]:
+        """``hits`` and the turns the trigram index does not hold yet (an import leaves them to the
+        background index job): the newest ``UNINDEXED_SCAN`` of those are scanned for the terms
+        (case-folded as the trigram index folds ASCII), each scored as the best indexed hit times
+        the share of the terms it holds, so recall right after a sync misses nothing."""
+        if not terms:
+            return hits
+        where, params = scope.sql("t")
+        folded = [t.lower() for t in terms]
+        any_of = " OR ".join("instr(lower(t.request), ?) > 0 OR instr(lower(t.actions), ?) > 0" for _ in folded)
+        rows = self.store.conn.execute(
+            f"SELECT t.id, lower(t.request), lower(t.actions) FROM turns t WHERE t.rowid IN "
+            f"(SELECT rowid FROM turns WHERE trgm = 0 ORDER BY rowid DESC LIMIT ?) AND {where} AND t.deleted = 0 "
+            f"AND ({any_of}) ORDER BY t.rowid DESC LIMIT ?",
+            [UNINDEXED_SCAN, *params, *[x for t in folded for x in (t, t)], limit]).fetchall()
+        if not rows:
+            return hits
+        top = hits[0][1] if hits else 1.0
+        seen = {h[0] for h in hits}
+        more = [(tid, top * sum(1 for t in folded if t in req or t in act) / len(folded))
+                for tid, req, act in rows if tid not in seen]
+        return sorted(hits + more, key=lambda h: -h[1])[:limit]
 
     def search_short(self, scope: Scope, needle: str, limit: int, scan_limit: int = 3000) -> list[tuple[str, float]]:
         """A plain scan of the newest turns for a needle too short for the trigram index (1–2 characters)."""
