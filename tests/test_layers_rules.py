@@ -240,3 +240,39 @@ def test_a_prohibition_tied_to_a_project_word_is_a_candidate() -> None:
     assert [(o.kind, o.polarity) for o in got] == [("convention", -1)] and "mockups" in got[0].data["anchors"]
     # a plain task request with the same word is still no rule
     assert rule_observations(T(2, "move the mockups folder into docs"), vocab=frozenset({"mockups"})) == []
+
+
+def test_one_request_said_about_different_files_is_learned_as_its_template() -> None:
+    """The same standing request about another file in each session: the memory says what it asks,
+    not the latest file (it once read "能不能给 encodings/cp875.py 加上类型注解…" for every file)."""
+    said = [("a", "能不能给 src/billing/retry.py 加上类型注解，顺便跑一下 mypy"),
+            ("b", "能不能给 src/billing/invoice.py 加上类型注解，顺便跑一下 mypy"),
+            ("c", "能不能给 tests/test_gateway.py 加上类型注解，顺便跑一下 mypy"),
+            ("a", "but never use global state in load_config() please"),
+            ("b", "but never use global state in parse_args() please")]
+    mems = learn([T(i, text, session=s) for i, (s, text) in enumerate(said)])
+    texts = {m.text: m for m in mems if m.kind in ("preference", "convention")}
+    assert "能不能给 … 加上类型注解，顺便跑一下 mypy" in texts, list(texts)
+    assert len(texts["能不能给 … 加上类型注解，顺便跑一下 mypy"].evidence) == 3
+    assert "but never use global state in … please" in texts, list(texts)
+    assert not [t for t in texts if "retry.py" in t or "gateway" in t or "load_config" in t]
+
+
+def test_statements_that_differ_in_more_than_a_file_are_not_one_template() -> None:
+    from remem.layers.rules import generalize
+
+    assert generalize("always use pnpm in the frontend folder", "always use yarn in the frontend folder") is None
+    assert generalize("不要用全局变量", "不要用局部变量") is None               # another word, not another file
+    assert generalize("use bun not npm", "use bun not npm") is None               # nothing to generalise
+    assert generalize("把日志级别改成 warning，a/b.py 里打印太多了", "把日志级别改成 warning，c.py 里打印太多了") == \
+        "把日志级别改成 warning，… 里打印太多了"
+    assert generalize("能不能给 … 加上类型注解", "能不能给 x/y.py 加上类型注解") == "能不能给 … 加上类型注解"  # a third saying
+
+
+def test_a_user_writing_about_an_error_is_their_voice_and_a_cut_frame_is_not() -> None:
+    said = ("InterruptedError when I call delete() with a relative path — see below\n\nTraceback (most recent call "
+            "last):\n  File \"/home/dev/shop/src/abc.py\", line 94, in check\n    x = 1\n  File \"/home/dev")
+    assert user_voice(said) == "InterruptedError when I call delete() with a relative path — see below"
+    assert user_voice("KeyError: 'customer_id'\nNameError: name 'x' is not defined. Did you mean: 'y'?") == ""
+    ws = [m for m in learn([T(1, said)]) if m.kind == "working_state"]
+    assert ws and ws[0].text.startswith("Goal: InterruptedError when I call delete()")

@@ -24,7 +24,7 @@ _MACHINE = [
     re.compile(r"^\s*\[?\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\]?"),                      # [13:37:51.815] log stamps
     re.compile(r"^\s*\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}"),                          # ISO log stamps
     re.compile(r"^\s*at [\w$.<>\[\]]+ ?\(?.*[:(]\d+"),                            # JS / Java / .NET frames
-    re.compile(r"^\s*File \"[^\"]+\", line \d+"),                                 # Python frames
+    re.compile(r"^\s*File \"(?:[^\"]+\", line \d+|[^\"\s]*$)"),                       # Python frames (or cut in one)
     re.compile(r"^\s*Traceback \(most recent call last\)"),
     re.compile(r"^\s*(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL)\b[:\]]"),
     re.compile(r"^\s*(?:npm (?:ERR!|WARN)|error TS\d+|warning [A-Z]+\d+)"),
@@ -75,6 +75,11 @@ def _prose(line: str) -> bool:
     return words >= 0.8 * len(toks) and sum(len(t) > 25 for t in toks) <= 2
 
 
+# a person writing about an error ("KeyError when I call delete() — see below"), not the error itself
+# ("KeyError: 'id'"; "NameError: … Did you mean: 'x'?" starts as the error does)
+_ABOUT_ERROR = re.compile(r"^(?![\w.]*(?:Error|Exception|Warning)\b:)(?=.*(?:\bI\b(?!/)|\b(?i:my|me|we|our|you|your|please|why)\b))")
+
+
 def _machine(line: str) -> bool:
     if any(p.search(line) for p in _MACHINE):
         return True
@@ -82,7 +87,7 @@ def _machine(line: str) -> bool:
     visible = len(line.strip())
     if visible and letters / visible < 0.5:                    # symbols, numbers, hashes
         return True
-    if not _CJK.search(line) and error_signatures(line, limit=1):
+    if not _CJK.search(line) and error_signatures(line, limit=1) and not _ABOUT_ERROR.search(line):
         return True
     return False
 

@@ -16,6 +16,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 
+from .rules import generalize
 from .types import L3_KINDS, Memory, Observation
 from .vocab import jaccard
 
@@ -45,6 +46,8 @@ def _group(kind: str) -> str:
 
 
 def _find(mem_by_key: dict[tuple[str, str, str], Memory], rules: list[Memory], o: Observation) -> Memory | None:
+    """The memory ``o`` belongs to: the one of its key, else a rule or decision of the same project
+    whose terms overlap enough (the same statement in other words, or about another file)."""
     m = mem_by_key.get((o.project, _group(o.kind), o.key))
     if m is not None or _group(o.kind) not in ("rule", "decision") or o.slot:
         return m
@@ -79,7 +82,11 @@ def fold(observations: Iterable[Observation]) -> list[Memory]:
             continue
         if o.evidence.turn_id not in {e.turn_id for e in m.evidence}:
             m.evidence.append(o.evidence)
-        if o.evidence.explicit or (o.kind != "fact" and len(o.text) <= len(m.text) * 1.5):
+        template = generalize(m.text, o.text) if m.key != o.key and o.kind != "fact" else None
+        if template:    # one request said about different files: its shared words, each file as "…"
+            m.text = template
+            m.data["anchors"] = sorted(set(m.data.get("anchors") or ()) & set(o.data.get("anchors") or ()))
+        elif o.evidence.explicit or (o.kind != "fact" and len(o.text) <= len(m.text) * 1.5):
             m.text = o.text if o.kind != "fact" else m.text
         if o.kind == "convention" and m.kind == "preference":
             m.kind = "convention"

@@ -94,6 +94,49 @@ MAX_RULE_CHARS = 300
 MIN_RULE_TERMS = 3           # "always fix" is not a rule
 
 
+# one token of a statement with the space before it: an ASCII word, path or identifier, or one other
+# character (each CJK character is one)
+_TOKEN = re.compile(r"\s*(?:[A-Za-z0-9_./\\:@+-]+(?:\(\))?|\S)")
+_SPECIFIC = re.compile(r"[/\\._()@:]|\d|[a-z][A-Z]|^[A-Z]{2,}")
+MIN_SHARED = 0.6             # a template keeps at least this share of the shorter statement's tokens
+
+
+def _specific(tok: str) -> bool:
+    """A token that names one thing (a path, file, identifier, number): what differs between two
+    sayings of one standing request, never the request itself."""
+    t = tok.strip().strip("`'\"")
+    return bool(t) and bool(_SPECIFIC.search(t) or _PATHISH.fullmatch(t) or _IDENT.fullmatch(t)) and t.lower() not in TOOLS
+
+
+def generalize(a: str, b: str) -> str | None:
+    """One standing request said twice about different things ("能不能给 a.py 加上类型注解，顺便跑一下
+    mypy", then about b.py): the words both share, each differing path, file or identifier as "…".
+    None when they differ in anything else (another tool, another verb: then they are not one
+    template, and the newer saying stands)."""
+    ta, tb = _TOKEN.findall(a), _TOKEN.findall(b)
+    if not ta or not tb:
+        return None
+    import difflib
+
+    sm = difflib.SequenceMatcher(a=[t.strip() for t in ta], b=[t.strip() for t in tb], autojunk=False)
+    out: list[str] = []
+    shared = 0
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        if op == "equal":
+            out.extend(ta[i1:i2])
+            shared += i2 - i1
+            continue
+        gap = [t for t in ta[i1:i2] + tb[j1:j2] if t.strip() != "…"]
+        if not all(_specific(t) for t in gap):
+            return None
+        if not out or out[-1].strip() != "…":
+            lead = ta[i1] if i1 < i2 else tb[j1]
+            out.append(" …" if lead[:1].isspace() else "…")
+    if shared < MIN_SHARED * min(len(ta), len(tb)) or shared < 3 or shared == len(ta) == len(tb):
+        return None
+    return "".join(out).strip()
+
+
 def _hash(*parts: str) -> str:
     return hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:12]
 
