@@ -107,6 +107,9 @@ def test_a_writer_with_threads_gets_its_workers_from_a_forkserver(two):
         pool.close()
     assert pool.chunks["workers"] >= 1
     assert snapshot(serial) == snapshot(parallel)
+    from multiprocessing import forkserver
+
+    assert forkserver._forkserver._forkserver_pid is None     # stopped with its pool: the daemon keeps no ~100 MB
 
 
 def test_a_pool_that_breaks_halfway_loses_no_turn(two):
@@ -203,3 +206,42 @@ def test_a_substring_search_finds_turns_the_trigram_job_has_not_indexed(mem):
     assert text.search_substrings(mem.scope(owner="someone-else"), ["ReconnectBack"], 10) == []  # scoped
     mem.index_pending(embed=False)
     assert [h[0] for h in text.search_substrings(scope, ["onnectBackoffPol"], 10)] == [new_id]
+
+
+KILLED_WRITER = """
+import sys, time
+from remem.ingest import workers
+from remem.model import TurnIn
+pool = workers.PreparePool(2)
+turns = [TurnIn(request=f"fix billing/retry_{i}.py", owner="o", agent="a", source_key=f"k{i}") for i in range(100)]
+kw = {"max_bytes": 1 << 21, "max_tool_output": 2000, "live": False, "now": time.time()}
+list(pool.prepare(turns, kw, [None] * 100))
+print(" ".join(str(p) for p in pool._ex._processes), flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return "\\nState:\\tZ" not in f.read()
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc to see the workers end")
+def test_a_writer_killed_with_kill_9_leaves_no_worker_behind():
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]      # type: ignore[union-attr]
+        assert len(pids) == 2 and all(_alive(p) for p in pids)
+    finally:
+        proc.kill()
+        proc.wait(30)
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids)

@@ -18,7 +18,10 @@ never turns. The rows are the ones the serial path makes (tests/test_import_work
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -48,12 +51,58 @@ def auto_workers(setting: int) -> int:
     return 0 if cores < 2 else min(MAX_WORKERS, cores)
 
 
-def _lower_priority() -> None:
-    """A worker yields to the writer (and, in the daemon, to the hooks' requests)."""
+_HELD: set[int] = set()   # lock files this process holds (flock): a forked worker closes its copies
+
+
+def _drop_held() -> None:
+    for fd in list(_HELD):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_drop_held)
+
+
+@contextlib.contextmanager
+def held_lock(fd: int) -> Iterator[None]:
+    """While inside, a process forked from this one closes ``fd`` at once: an ``flock`` belongs to the
+    open file, so a worker keeping its copy would hold the lock after its parent was killed."""
+    _HELD.add(fd)
+    try:
+        yield
+    finally:
+        _HELD.discard(fd)
+
+
+def _worker_init(parent: int | None) -> None:
+    """A worker yields to the writer (and, in the daemon, to the hooks' requests), and dies with its
+    parent: the writer killed (kill -9) leaves no worker behind."""
     try:
         os.nice(5)
     except OSError:  # pragma: no cover - not allowed here: the same priority is fine
         pass
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+        except Exception:  # noqa: BLE001  # pragma: no cover - no prctl: the check below still holds
+            pass
+    else:  # pragma: no cover - elsewhere a thread watches for the parent's end
+        threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)                 # the parent died before the line above
+
+
+def _watch_parent(ppid: int) -> None:  # pragma: no cover - not Linux
+    import time
+
+    while os.getppid() == ppid:
+        time.sleep(1.0)
+    os._exit(1)
 
 
 def prepare_one(turn: TurnIn, kw: dict[str, Any], fallback_ts: float | None) -> Prepared:
@@ -102,7 +151,7 @@ class PreparePool:
                     if jb is not None and any(has_cjk(t.request) or has_cjk(t.reply) for t in turns):
                         jb.initialize()
                     self._ex = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("fork"),
-                                                   initializer=_lower_priority)
+                                                   initializer=_worker_init, initargs=(os.getpid(),))
                     return self._ex
             except Exception:  # noqa: BLE001 - no processes here (a sandbox): the writer prepares alone
                 self._broken = True
@@ -118,7 +167,8 @@ class PreparePool:
 
             ctx = mp.get_context("forkserver")
             ctx.set_forkserver_preload(["remem.ingest._warm"])
-            ex = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_lower_priority)
+            ex = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_worker_init,
+                                     initargs=(None,))   # its parent is the forkserver, which ends with us
             ex.submit(int).result()     # the workers are forked by the first task
         except Exception:  # noqa: BLE001 - no processes here (a sandbox): the writer prepares alone
             with self._lock:
@@ -186,6 +236,13 @@ class PreparePool:
             starting.join()
         if ex is not None:
             ex.shutdown(wait=True, cancel_futures=True)
+        if starting is not None:    # the forkserver (~100 MB with the dictionary) leaves with its pool
+            try:
+                from multiprocessing import forkserver
+
+                getattr(forkserver._forkserver, "_stop", lambda: None)()
+            except Exception:  # noqa: BLE001 - a private API of the standard library: best effort
+                pass
 
 
 def _broken_pool(e: BaseException) -> bool:

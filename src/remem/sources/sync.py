@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from .. import privacy
 from ..agents import canonical_agent
 from ..errors import RememError
+from ..ingest.workers import held_lock
 from ..model import Message, TurnIn
 from ..scope import Scope
 from .base import SOURCES, ParseStats, Source, Unit
@@ -517,7 +518,8 @@ def sync_lock(mem: Remem) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise SyncBusy("another sync is running for this remem home") from None
-        yield
+        with held_lock(fd):        # the sync's forked import workers never hold it (a kill -9 frees it)
+            yield
     finally:
         os.close(fd)
 
