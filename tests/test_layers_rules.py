@@ -264,6 +264,8 @@ def test_statements_that_differ_in_more_than_a_file_are_not_one_template() -> No
     assert generalize("always use pnpm in the frontend folder", "always use yarn in the frontend folder") is None
     assert generalize("不要用全局变量", "不要用局部变量") is None               # another word, not another file
     assert generalize("use bun not npm", "use bun not npm") is None               # nothing to generalise
+    assert generalize("set the request timeout to 30s in api/client.py",
+                      "set the request timeout to 60s in api/client.py") is None  # a new value: the newer stands
     assert generalize("把日志级别改成 warning，a/b.py 里打印太多了", "把日志级别改成 warning，c.py 里打印太多了") == \
         "把日志级别改成 warning，… 里打印太多了"
     assert generalize("能不能给 … 加上类型注解", "能不能给 x/y.py 加上类型注解") == "能不能给 … 加上类型注解"  # a third saying

@@ -98,14 +98,17 @@ MIN_RULE_TERMS = 3           # "always fix" is not a rule
 # character (each CJK character is one)
 _TOKEN = re.compile(r"\s*(?:[A-Za-z0-9_./\\:@+-]+(?:\(\))?|\S)")
 _SPECIFIC = re.compile(r"[/\\._()@:]|\d|[a-z][A-Z]|^[A-Z]{2,}")
+_NUMBER = re.compile(r"[\d.,:]+(?:ms|s|m|h|gb|mb|kb|%)?", re.I)
 MIN_SHARED = 0.6             # a template keeps at least this share of the shorter statement's tokens
 
 
 def _specific(tok: str) -> bool:
-    """A token that names one thing (a path, file, identifier, number): what differs between two
-    sayings of one standing request, never the request itself."""
+    """A token that names one thing (a path, file, identifier): what differs between two sayings of
+    one standing request, never the request itself."""
     t = tok.strip().strip("`'\"")
-    return bool(t) and bool(_SPECIFIC.search(t) or _PATHISH.fullmatch(t) or _IDENT.fullmatch(t)) and t.lower() not in TOOLS
+    if not t or t.lower() in TOOLS or _NUMBER.fullmatch(t):
+        return False            # another tool, or another value ("timeout 30" → "timeout 60"), is a change
+    return bool(_SPECIFIC.search(t) or _PATHISH.fullmatch(t) or _IDENT.fullmatch(t))
 
 
 def generalize(a: str, b: str) -> str | None:
