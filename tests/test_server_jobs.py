@@ -382,3 +382,40 @@ def test_job_threads_run_at_background_priority_and_leave_requests_alone():
     t.join()
     assert seen and seen[0] >= threads.BACKGROUND_NICE
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before   # this thread untouched
+
+
+def test_a_job_asked_for_while_it_is_stopping_runs_again(mem):
+    """"Sync" pressed while the last sync is still winding down after "stop": the request was folded
+    into the ending job and lost (found as a flaky daemon test once imports stopped more slowly)."""
+    import threading
+
+    runs: list[int] = []
+    ending = threading.Event()
+    release = threading.Event()
+
+    def slow(ctx):
+        runs.append(ctx.job["id"])
+        if len(runs) == 1:
+            while not ctx.control.checkpoint():
+                time.sleep(0.01)
+            ending.set()
+            release.wait(10)          # stopped, but still ending (closing workers, writing the last batch)
+        return {"n": len(runs)}
+
+    runner = _runner(mem, {"slow": slow})
+    try:
+        job, _ = runner.enqueue("slow", dedup_key="slow:all")
+        _wait(runner, job["id"], ("running",))
+        runner.control(job["id"], "stop")
+        assert ending.wait(10)
+        again, existed = runner.enqueue("slow", dedup_key="slow:all")
+        assert existed and again["id"] == job["id"]   # the same job (its key is unique) …
+        release.set()
+        deadline = time.monotonic() + 10
+        while len(runs) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(runs) == 2                        # … runs once more after it stopped
+        assert _wait(runner, job["id"], ("done",))["progress"]["result"] == {"n": 2}
+    finally:
+        release.set()
+        runner.shutdown()

@@ -148,6 +148,7 @@ class JobRunner:
         self.poll = poll
         self.max_queued = max_queued
         self._live: dict[int, _Live] = {}
+        self._again: dict[int, tuple[str, dict[str, Any] | None, str | None]] = {}  # asked for while stopping
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closing = threading.Event()
@@ -202,11 +203,24 @@ class JobRunner:
                     raise QueueFull(f"{waiting} jobs are already waiting; try again later")
                 job_id = jobs.enqueue(kind, payload, dedup_key=dedup_key)
         self._wake.set()
+        if existing and self._stopping(job_id):   # asked for while it ends: it runs again after that
+            with self._lock:
+                ending = job_id in self._live
+                if ending:
+                    self._again[job_id] = (kind, payload, dedup_key)
+            if not ending:                        # it ended meanwhile: queue it now
+                return self.enqueue(kind, payload, dedup_key=dedup_key)
         snap = self.get(job_id)
         assert snap is not None
         if not existing:
             self.bus.publish("job", snap)
         return snap, existing
+
+    def _stopping(self, job_id: int) -> bool:
+        """The job is running and was stopped by the user: it ends soon, but is still active in the store."""
+        with self._lock:
+            live = self._live.get(job_id)
+            return live is not None and live.control.stopped and live.control.reason != "shutdown"
 
     def get(self, job_id: int) -> dict[str, Any] | None:
         row = self.mem.store.jobs.get(job_id)
@@ -315,8 +329,10 @@ class JobRunner:
             try:
                 self._run(job)
             finally:
-                with self._lock:
-                    self._live.pop(job["id"], None)
+                with self._lock:   # only this run's entry: the same job (its key's id) may run again already
+                    live = self._live.get(job["id"])
+                    if live is not None and live.job is job:
+                        del self._live[job["id"]]
                 self._wake.set()
         self.mem.store.release()  # this thread's connection only: another worker may still be writing
 
@@ -399,9 +415,12 @@ class JobRunner:
                     self.mem.store.release()
         with self._lock:
             self._live.pop(job_id, None)
+            again = self._again.pop(job_id, None)
         snap = self.get(job_id)
         if snap is not None:
             self.bus.publish("job", snap)
+        if again is not None:     # asked for while it was stopping: the request is not lost
+            self.enqueue(again[0], again[1], dedup_key=again[2])
         took = time.monotonic() - t0
         # small background jobs (index, embed after each write) run all the time: only log what matters
         level = logging.INFO if took >= 1.0 or status != "done" or kind in ("sync", "discover") else logging.DEBUG
