@@ -119,9 +119,9 @@ def prepare_chunk(turns: Sequence[TurnIn], fallbacks: Sequence[float | None], kw
 
 
 class PreparePool:
-    """Worker processes for one import (``Remem.import_workers``): started in the background on the
-    first large write (the writer prepares alone until they are up), stopped by ``close``.
-    Thread-safe; a pool that cannot start or breaks is not used again."""
+    """Worker processes for one import (``Remem.import_workers``): started on the first large write
+    (forked at once, or from a forkserver in the background while the writer prepares alone),
+    stopped by ``close``. Thread-safe; a pool that cannot start or breaks is not used again."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
