@@ -182,8 +182,9 @@ class PreparePool:
 
     def prepare(self, turns: Sequence[TurnIn], kw: dict[str, Any],
                 fallbacks: Sequence[float | None]) -> Iterator[Prepared]:
-        """The prepared turns in order, as soon as each is ready."""
-        if len(turns) < MIN_TURNS or self._broken:
+        """The prepared turns in order, as soon as each is ready (``persist`` sends only writes of
+        ``MIN_TURNS`` or more)."""
+        if self._broken:
             for t, fb in zip(turns, fallbacks, strict=True):
                 yield prepare_one(t, kw, fb)
             return
