@@ -208,6 +208,25 @@ def test_a_substring_search_finds_turns_the_trigram_job_has_not_indexed(mem):
     assert [h[0] for h in text.search_substrings(scope, ["onnectBackoffPol"], 10)] == [new_id]
 
 
+@pytest.mark.skipif(ON_POSTGRES, reason="the trigram backlog scan is SQLite's")
+def test_the_backlog_scan_starts_from_the_backlog_not_from_the_owners_turns(mem):
+    """Every search with a substring term scans the backlog; led by the owner's index it read each
+    of the owner's turns (13 ms at 100k with an empty backlog), led by the backlog it reads none."""
+    mem.add_turns([TurnIn(request=f"rename LoadBalancerSettings{i} in the gateway", owner="default", agent="codex",
+                          source_key=f"old{i}") for i in range(50)])
+    mem.index_pending(embed=False)
+    seen: list[str] = []
+    mem.store.conn.set_trace_callback(seen.append)
+    try:
+        assert len(mem.store.text.search_substrings(mem.scope(), ["LoadBalancerSett"], 10)) == 10
+    finally:
+        mem.store.conn.set_trace_callback(None)
+    (scan,) = [s for s in seen if "trgm = 0" in s]
+    plan = [r[3] for r in mem.store.conn.execute("EXPLAIN QUERY PLAN " + scan)]
+    assert any("turns_trgm_todo" in p for p in plan), plan
+    assert any(p.startswith("SEARCH t USING INTEGER PRIMARY KEY") for p in plan), plan  # each turn by its rowid
+
+
 KILLED_WRITER = """
 import sys, time
 from remem.ingest import workers

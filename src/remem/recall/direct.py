@@ -38,9 +38,16 @@ def guard(order: Sequence[tuple[str, float]], base: Mapping[str, float], cover: 
     # settle the best-covered first: a direct hit's own (possibly capped) score is the ceiling below it
     todo = sorted((t for t in score if t in cover), key=lambda t: -cover[t])
     settled: list[str] = []  # the direct hits settled so far holding STRONG of the words: the only ceilings
+    # The ceilings a candidate may meet are the settled hits holding more than 1 / ratio of its
+    # coverage: a prefix of ``settled`` (settled in falling coverage) that only grows as coverage
+    # falls. The lowest ceiling below its score is the prefix's lowest score, when that is below it.
+    reach, lowest = 0, None
     for t in todo:
-        ceiling = min((score[d] for d in settled if cover[t] < ratio * cover[d] and score[d] < score[t]),
-                      default=None)
+        while reach < len(settled) and cover[t] < ratio * cover[settled[reach]]:
+            s = score[settled[reach]]
+            lowest = s if lowest is None or s < lowest else lowest
+            reach += 1
+        ceiling = lowest if lowest is not None and lowest < score[t] else None
         if ceiling is not None:
             # just below the ceiling, those capped under one ceiling keep their order
             new = max(base.get(t, score[t]), ceiling - EPS / (1.0 + score[t]))

@@ -181,8 +181,11 @@ class SqliteText:
         folded = [t.lower() for t in terms]
         any_of = " OR ".join("instr(lower(t.request), ?) > 0 OR instr(lower(t.actions), ?) > 0" for _ in folded)
         rows = self.store.conn.execute(
-            f"SELECT t.id, lower(t.request), lower(t.actions) FROM turns t WHERE t.rowid IN "
-            f"(SELECT rowid FROM turns WHERE trgm = 0 ORDER BY rowid DESC LIMIT ?) AND {where} AND t.deleted = 0 "
+            # driven from the backlog (CROSS JOIN keeps that order): an owner's scope index would
+            # otherwise lead, and the check walks every turn of the owner (13 ms at 100k, 0.1 with this)
+            f"SELECT t.id, lower(t.request), lower(t.actions) FROM "
+            f"(SELECT rowid AS r FROM turns WHERE trgm = 0 ORDER BY rowid DESC LIMIT ?) todo "
+            f"CROSS JOIN turns t ON t.rowid = todo.r WHERE {where} AND t.deleted = 0 "
             f"AND ({any_of}) ORDER BY t.rowid DESC LIMIT ?",
             [UNINDEXED_SCAN, *params, *[x for t in folded for x in (t, t)], limit]).fetchall()
         if not rows:
