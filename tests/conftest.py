@@ -216,7 +216,7 @@ def _isolated_home(_pg_database, tmp_path_factory: pytest.TempPathFactory, monke
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("REMEM_HOME", str(base / "remem"))
-    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR", "OPENCODE_CONFIG_DIR",
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR", "OPENCODE_CONFIG_DIR",
                 "OPENCODE_DATA_DIR", "HERMES_HOME", "REMEM_OWNER", "REMEM_PORT", "REMEM_EMBEDDING_MODEL"):
         monkeypatch.delenv(var, raising=False)
     # tests never load the real model unless they ask for it

@@ -145,11 +145,10 @@ class PreparePool:
                 if forkable:
                     from concurrent.futures import ProcessPoolExecutor
 
-                    from ..text.segment import _jieba, has_cjk
+                    from ..text.segment import dictionary, has_cjk
 
-                    jb = _jieba()
-                    if jb is not None and any(has_cjk(t.request) or has_cjk(t.reply) for t in turns):
-                        jb.initialize()
+                    if any(has_cjk(t.request) or has_cjk(t.reply) for t in turns):
+                        dictionary()
                     self._ex = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("fork"),
                                                    initializer=_worker_init, initargs=(os.getpid(),))
                     return self._ex

@@ -71,9 +71,9 @@ def cjk_words(runs: list[str]) -> list[str]:
     """Words of two or more CJK characters (jieba search mode), falling back to bigrams."""
     if not runs:
         return []
-    from ..text.segment import _jieba
+    from ..text.segment import query_tokenizer
 
-    jb = _jieba()
+    jb = query_tokenizer()
     out: list[str] = []
     for run in runs:
         if len(run) <= 2:
