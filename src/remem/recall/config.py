@@ -22,7 +22,9 @@ class RecallConfig:
     weights: dict[str, float] = field(default_factory=lambda: {s.name: s.weight for s in CHANNEL_SPECS})
     rrf_k: int = 10             # measured on LoCoMo dev: 60 (the usual) flattens the top ranks too much
                                 # (turn recall_any@5 61.7 at 60, 67.9 at 10; bench/RESULTS.md)
-    pool: int = 100             # candidates per channel
+    pool: int = 60              # candidates per channel: 100 → 60 cut real-shaped turn_start at 100k by a
+                                # quarter (p95 104 → 76 ms) with LoCoMo dev within 0.3 points
+                                # (bench/RESULTS.md, "recall on real-shaped stores at 100k")
     lexical: str = "fts"        # "fts" (SQLite bm25, any size) | "okapi" (exact, scope ≤ 20k turns)
     stop_words: bool = True     # drop function words from lexical queries (faster, sharper)
     stem_prefix: bool = True    # "painting" also matches "paint"* (query-side stemming)
