@@ -278,3 +278,28 @@ def test_a_user_writing_about_an_error_is_their_voice_and_a_cut_frame_is_not() -
     assert user_voice("KeyError: 'customer_id'\nNameError: name 'x' is not defined. Did you mean: 'y'?") == ""
     ws = [m for m in learn([T(1, said)]) if m.kind == "working_state"]
     assert ws and ws[0].text.startswith("Goal: InterruptedError when I call delete()")
+
+
+def test_the_same_rule_clause_in_different_sentences_is_one_rule() -> None:
+    """Sentences around the rule differ so much that their words are not one rule (Jaccard < 0.5), but
+    the rule's own clause — from its "dont" to the clause's end — is the same: one memory, active from
+    two sessions. Two words in common are not enough ("dont let me down" / "dont let it go")."""
+    a = T(1, "use the tokens for code and dont waste tokens on yap commentary, get started right away", session="a")
+    b = T(1, "I put my faith in you, worst case I will revert, dont waste tokens on yap commentary", session="b")
+    mems = [m for m in learn([a, b]) if m.kind in ("preference", "convention")]
+    yap = [m for m in mems if "yap" in m.text]
+    assert len(yap) == 1 and yap[0].status == "active" and {e.session for e in yap[0].evidence} == {"a", "b"}
+
+    c = T(1, "do not let me down this time, understand first why the websocket became unwired", session="c")
+    d = T(1, "ok go ahead with the seat layout refactor and do not let me down.", session="d")
+    mems = [m for m in learn([c, d]) if m.kind in ("preference", "convention")]
+    assert len(mems) == 2 and all(m.status == "candidate" for m in mems)
+
+
+def test_a_rule_clause_of_the_opposite_polarity_is_not_the_same_rule() -> None:
+    """The same clause under "dont" and under "make sure" is two rules, not one rule and its contradiction."""
+    a = T(1, "please keep it short and dont squash commits on merge for feature work", session="a")
+    b = T(1, "the history got messy again so make sure you squash commits on merge today", session="b")
+    mems = [m for m in learn([a, b]) if m.kind in ("preference", "convention")]
+    assert len(mems) == 2 and not any(m.against for m in mems)
+    assert {m.polarity for m in mems} == {1, -1}

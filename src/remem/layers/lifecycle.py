@@ -22,6 +22,7 @@ from .vocab import jaccard
 
 RULE_KINDS = ("preference", "convention")
 SAME_RULE = 0.5              # term overlap at which two statements are one rule
+SAME_CLAUSE_TERMS = 3        # … or of their rule clauses ("dont waste tokens on yap"), sharing this many words
 ACTIVE_SESSIONS = 2
 REPEATED_TURNS = 3          # a rule restated in 3 separate turns of one session is standing too
 PROCEDURE_SESSIONS = 3      # error→fix seen in 3 sessions (2 is mostly argument fiddling on real data)
@@ -47,15 +48,21 @@ def _group(kind: str) -> str:
 
 def _find(mem_by_key: dict[tuple[str, str, str], Memory], rules: list[Memory], o: Observation) -> Memory | None:
     """The memory ``o`` belongs to: the one of its key, else a rule or decision of the same project
-    whose terms overlap enough (the same statement in other words, or about another file)."""
+    whose terms overlap enough (the same statement in other words, or about another file), or whose
+    rule clause (``rules.clause_terms``) is the same, with the same polarity, in other sentences."""
     m = mem_by_key.get((o.project, _group(o.kind), o.key))
     if m is not None or _group(o.kind) not in ("rule", "decision") or o.slot:
         return m
     best, score = None, 0.0
+    mine = frozenset(o.data.get("clause") or ())
     for r in rules:
         if r.project != o.project or _group(r.kind) != _group(o.kind) or r.slot:
             continue
         j = jaccard(r.terms, o.terms)
+        if len(mine) >= SAME_CLAUSE_TERMS and o.polarity == r.polarity:
+            theirs = frozenset(r.data.get("clause") or ())
+            if len(mine & theirs) >= SAME_CLAUSE_TERMS:
+                j = max(j, jaccard(mine, theirs))
         if j >= SAME_RULE and j > score:
             best, score = r, j
     return best

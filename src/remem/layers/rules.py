@@ -214,6 +214,22 @@ def _general(s: str) -> bool:
     return bool(_GEN_POS_EN.search(s)) and not _NARRATION.search(s)
 
 
+_CLAUSE_END = re.compile(r"[,.;:!?，。；：！？()\[\]]|\b(?:and|but|because|so|since|when|if|as|then)\b", re.I)
+
+
+def clause_terms(s: str) -> frozenset[str]:
+    """The content words of a rule's own clause: from its prohibition or obligation ("dont",
+    "never", "always", "make sure", 不要 …) to the clause's end. The same rule said in sentences
+    that differ around it ("use tokens for code, dont waste them on yap" / "dont waste tokens on yap,
+    we are doing minimal edits") shares its clause when the whole sentences share few words."""
+    m = _PROHIBIT_EN.search(s) or _OBLIGE_EN.search(s) or _PROHIBIT_ZH.search(s) or _OBLIGE_ZH.search(s)
+    if not m:
+        return frozenset()
+    rest = s[m.end():]
+    end = _CLAUSE_END.search(rest)
+    return terms(rest[: end.start()] if end else rest)
+
+
 def is_correction(voice: str) -> bool:
     head = voice.strip()[:80]
     return bool(_CORRECTION_EN.match(head) or _CORRECTION_ZH.match(head))
@@ -278,7 +294,7 @@ def rule_observations(turn: Turn, prev: Turn | None = None, vocab: frozenset[str
             out.append(Observation(kind=kind, key="rule:" + _hash(*sorted(t)), text=s, project=turn.project,
                                    evidence=_evidence(turn, explicit), polarity=-1 if prohibit else 1,
                                    terms=t, data={"anchors": sorted(anc), "correction": correction,
-                                                  "stated": kind == "fact"}))
+                                                  "stated": kind == "fact", "clause": sorted(clause_terms(s))}))
             continue
         dm = _DECISION_EN.search(s) or _DECISION_ZH.search(s)
         if dm and (anc or _REASON.search(s)) and "?" not in s and "？" not in s:
