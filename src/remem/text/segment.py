@@ -91,7 +91,8 @@ def dictionary() -> Any:
     jb.dt.check_initialized()
     try:
         save_freq_cache(jb.dt, freq_cache_path(jb))
-    except OSError as e:  # a read-only or full disk: queries load the dictionary instead
+    except (OSError, OverflowError, ValueError) as e:  # a read-only or full disk, a frequency past 2**32:
+        # queries load the dictionary instead
         log.debug("jieba dictionary copy not written: %s", e)
     return jb.dt
 
