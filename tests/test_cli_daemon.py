@@ -3,6 +3,7 @@ prints, and fall back to it when the daemon is down, slow or answers an error.""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -138,7 +139,8 @@ class FakeDaemon:
         fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         os.ftruncate(self.fd, 0)
         os.pwrite(self.fd, json.dumps({"pid": os.getpid(), "host": "127.0.0.1", "port": self.port}).encode(), 0)
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
         return self
 
     def _serve(self) -> None:
@@ -154,7 +156,12 @@ class FakeDaemon:
                 c.close()
 
     def __exit__(self, *exc: object) -> None:
+        # close() alone leaves a thread blocked in accept() on Linux: shut the socket down to wake it
+        # (a thread left behind makes later tests in this process think they run beside a daemon's)
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
+        self.thread.join(5)
         for c in self.conns:
             c.close()
         os.ftruncate(self.fd, 0)

@@ -5,6 +5,7 @@ database another writer keeps locked."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -61,11 +62,15 @@ def silent_daemon(remem_home):
             except OSError:
                 return
 
-    threading.Thread(target=accept, daemon=True).start()
+    th = threading.Thread(target=accept, daemon=True)
+    th.start()
     remem_home.mkdir(parents=True, exist_ok=True)
     (remem_home / "token").write_text("t0ken\n")
     yield srv.getsockname()[1]
+    with contextlib.suppress(OSError):   # wakes the accept(): close() alone leaves the thread behind
+        srv.shutdown(socket.SHUT_RDWR)
     srv.close()
+    th.join(5)
     for c in held:
         c.close()
 

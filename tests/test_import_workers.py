@@ -66,6 +66,10 @@ def write(mem, batch, pool=None):
 def two(tmp_path):
     import remem
 
+    # a writer forks its workers only when it runs no other thread (as the CLI does): a thread an
+    # earlier test of this process left behind (a fake server blocked in accept()) changes the path
+    left = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    assert not left, f"threads left behind by earlier tests: {left}"
     a, b = remem.open(tmp_path / "a"), remem.open(tmp_path / "b")
     yield a, b
     a.close()
