@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from remem.bench.realistic import ZH_REQUESTS
+from remem.recall.query import cjk_words
 from remem.text import segment
 
 jieba = pytest.importorskip("jieba")
@@ -38,15 +39,8 @@ def _fresh_process(texts: list[str]) -> dict:
 
 
 def _in_memory(texts: list[str]) -> list[list[str]]:
-    tok = segment.dictionary()
-    out = []
-    for t in texts:
-        runs = segment.CJK_RUN.findall(t)
-        words: list[str] = []
-        for run in runs:
-            words += [run] if len(run) <= 2 else [w for w in tok.cut_for_search(run) if len(w) >= 2 and segment.has_cjk(w)]
-        out.append(list(dict.fromkeys(words)))
-    return out
+    segment.dictionary()                   # loaded here: the query's words come from the dictionary itself
+    return [cjk_words(segment.CJK_RUN.findall(t)) for t in texts]
 
 
 def test_the_copy_gives_the_words_the_dictionary_gives():
