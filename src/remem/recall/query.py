@@ -145,7 +145,7 @@ _AGO = re.compile(r"\b(\d+|a|an|one|two|three|four|five|six|seven|ten|few|couple
 _LAST = re.compile(r"\b(last|this|past|previous)\s+(week|month|year)\b", re.I)
 _MONTH_YEAR = re.compile(r"\b(?:in\s+)?(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) +
                          r")\.?(?:\s+(\d{4}))?\b", re.I)
-_ISO = re.compile(r"\b(\d{4})-(\d{1,2})(?:-(\d{1,2}))?\b")
+_ISO = re.compile(r"\b((?:19|20)\d{2})-(\d{1,2})(?:-(\d{1,2}))?\b")  # a plausible year: not "iso-8859-2"
 _YEAR = re.compile(r"\b(?:in|during|since)\s+((?:19|20)\d{2})\b", re.I)
 # Chinese expressions: (first day, day after the last) relative to today
 _ZH = {"今天": (0, 1), "昨天": (-1, 0), "前天": (-2, -1), "上周": (-14, 0), "本周": (-7, 1), "这周": (-7, 1),

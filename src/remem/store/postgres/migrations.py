@@ -412,3 +412,9 @@ def p010_term_doc_lengths(db: PgConnection) -> None:
     ALTER TABLE turn_terms DROP CONSTRAINT turn_terms_pkey;
     ALTER TABLE turn_terms ADD CONSTRAINT turn_terms_pkey PRIMARY KEY (term, turn) INCLUDE (tf, dl);
     """)
+
+
+@migration
+def p011_turn_time_order(db: PgConnection) -> None:
+    """Recall reads an owner's turns newest first by their end time (SQLite's m018_turn_time_order)."""
+    script(db, "CREATE INDEX IF NOT EXISTS turns_owner_ended ON turns(owner, (coalesce(ended_at, started_at, created_at)));")

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 META = ("id, owner, agent, project, session_id, status, importance, access_count, started_at, ended_at, "
         "created_at, updated_at, error_sigs, kind")
 
+# a turn's time for recency and named days: the index turns_owner_ended holds this expression
+TURN_TIME = "coalesce(ended_at, started_at, created_at)"
+
 
 def meta(db: sqlite3.Connection, scope: Scope, ids: list[str], text_chars: int = 0) -> dict[str, dict[str, Any]]:
     """Lean rows for ranking (no actions). ``text_chars`` > 0 adds the request's and reply's start."""
@@ -80,19 +83,31 @@ def neighbours(db: sqlite3.Connection, scope: Scope, rows: list[dict[str, Any]],
 
 def recent(db: sqlite3.Connection, scope: Scope, limit: int, *, since: float | None = None,
            until: float | None = None) -> list[tuple[str, float]]:
-    """Newest turns first (score = their time), optionally inside [since, until)."""
+    """Newest turns first (score = their time; ties: the newer row first), optionally inside
+    [since, until)."""
+    return [(tid, t) for tid, t, _ in _newest(db, scope, limit, since, until)]
+
+
+def _newest(db: sqlite3.Connection, scope: Scope, limit: int, since: float | None,
+            until: float | None) -> list[tuple[str, float, int]]:
+    """(id, time, rowid) newest first, read from the (owner, time) index one owner at a time:
+    several owners in one ``IN`` would make the database sort every turn they have."""
+    if len(scope.owners) > 1:
+        got = [hit for o in scope.owners for hit in _newest(db, Scope((o,), scope.agent, scope.project), limit,
+                                                             since, until)]
+        return sorted(got, key=lambda h: (-h[1], -h[2]))[:limit]
     where, params = scope.sql()
     clauses = [where, "deleted = 0"]
     args: list[Any] = list(params)
     if since is not None:
-        clauses.append("coalesce(ended_at, started_at, created_at) >= ?")
+        clauses.append(f"{TURN_TIME} >= ?")
         args.append(since)
     if until is not None:
-        clauses.append("coalesce(ended_at, started_at, created_at) < ?")
+        clauses.append(f"{TURN_TIME} < ?")
         args.append(until)
-    sql = (f"SELECT id, coalesce(ended_at, started_at, created_at) AS t FROM turns WHERE {' AND '.join(clauses)} "
-           f"ORDER BY t DESC LIMIT ?")
-    return [(r[0], float(r[1] or 0)) for r in db.execute(sql, [*args, limit])]
+    sql = (f"SELECT id, {TURN_TIME} AS t, rowid FROM turns WHERE {' AND '.join(clauses)} "
+           f"ORDER BY t DESC, rowid DESC LIMIT ?")
+    return [(r[0], float(r[1] or 0), int(r[2])) for r in db.execute(sql, [*args, limit])]
 
 
 def by_error(db: sqlite3.Connection, scope: Scope, sigs: list[str], limit: int) -> list[tuple[str, float]]:
