@@ -18,6 +18,7 @@ from typing import Any
 
 from ..scope import Scope
 from ..store.protocols import TextIndex, TextQuery, TextTerm
+from ..text.segment import bigrams
 from . import gate, okapi
 from . import packet as pk
 from .config import RecallConfig
@@ -67,53 +68,54 @@ coverage_terms = terms  # the terms the word gate weighs (recall/coverage.py)
 
 
 def word_query(q: Query, cfg: RecallConfig, text: TextIndex | None = None) -> tuple[TextQuery, bool]:
-    """(word-index query, made only of common words) for the bm25 channel: words (or prefixes of their stems) and CJK terms.
+    """(word-index query, made only of common terms) for the bm25 channel: words (or prefixes of their stems) and CJK terms.
 
     In a large store (PRUNE_FROM turns) the expression is kept cheap, because FTS5 scores every
-    posting of every term: words found in over COMMON_DF of all turns are left out (when every
-    word is that common, the three rarest must all match, AND, and the second value is True); a word the index splits
+    posting of every term: terms found in over COMMON_DF of all turns are left out (when every
+    term is that common, the three rarest must all match, AND, and the second value is True); a word the index splits
     (``snake_case``, ``pkg.module``) is queried by its rare parts, not as a phrase of all of them;
     a stem is matched as a word, not as a prefix that may expand to hundreds of terms; and the
-    rarest words are kept while their postings fit POSTINGS_BUDGET, so the cost stays bounded
-    as the store grows.
+    rarest terms are kept while their postings fit POSTINGS_BUDGET, so the cost stays bounded
+    as the store grows. A CJK term is a phrase of its bigrams: it is as rare as its rarest bigram and
+    costs the postings of all of them (a one-character term, a prefix, is left out).
     """
     words = q.words if cfg.stop_words else list(dict.fromkeys(q.all_words))[:24]
-    joiner, prefixes = " OR ", cfg.stem_prefix
-    if text is not None and cfg.stop_words and words:
-        if text.size() >= PRUNE_FROM:
-            prefixes = False
-            words = list(dict.fromkeys(t for w in words for t in (_TOKEN.findall(w) or [w])))
-            if cfg.stem_prefix:
-                words = list(dict.fromkeys(x for w in words for x in (w, stem(w))))
-            n, df = text.doc_freqs(words)
-            seen = [w for w in words if df.get(w, 0)]  # exact terms: an unseen word matches nothing
-            rare = [w for w in seen if df[w] <= COMMON_DF * n]
-            if rare or not seen:
-                words = _within_budget(rare, df)
-            else:
-                words, joiner = sorted(seen, key=lambda w: df[w])[:3], " AND "
+    prefixes = cfg.stem_prefix
+    cjk = list(q.cjk_terms) if q.cjk_runs else []
+    if text is not None and cfg.stop_words and (words or cjk) and text.size() >= PRUNE_FROM:
+        words = list(dict.fromkeys(t for w in words for t in (_TOKEN.findall(w) or [w])))
+        if cfg.stem_prefix:
+            words = list(dict.fromkeys(x for w in words for x in (w, stem(w))))
+        grams = {t: list(dict.fromkeys(bigrams(t.text))) for t in cjk if len(t.text) > 1}
+        n, df = text.doc_freqs(list(dict.fromkeys([*words, *(g for gs in grams.values() for g in gs)])))
+        every: list[TextTerm] = [TextTerm(w) for w in words] + list(grams)
+        rarity = {t: (df.get(t.text, 0) if not t.cjk else min(df.get(g, 0) for g in grams[t])) for t in every}
+        cost = {t: (rarity[t] if not t.cjk else sum(df.get(g, 0) for g in grams[t])) for t in every}
+        seen = [t for t in every if rarity[t]]  # exact terms: an unseen word or bigram matches nothing
+        rare = [t for t in seen if rarity[t] <= COMMON_DF * n]
+        if rare or not seen:
+            return TextQuery(tuple(_within_budget(rare, rarity, cost))), False
+        return TextQuery(tuple(sorted(seen, key=lambda t: rarity[t])[:3]), every=True), True
     parts = []
     for w in words:
         s = stem(w) if prefixes else w
         parts.append(TextTerm(s, prefix=s != w))
-    if joiner == " AND ":
-        return TextQuery(tuple(parts), every=True), True
-    if q.cjk_runs:
-        parts += q.cjk_terms
-    return TextQuery(tuple(dict.fromkeys(parts))), False
+    return TextQuery(tuple(dict.fromkeys([*parts, *cjk]))), False
 
 
-def _within_budget(words: list[str], df: dict[str, int]) -> list[str]:
-    """The rarest of ``words`` whose postings together fit POSTINGS_BUDGET (the rarest always),
-    in query order: FTS5 scores every posting, and the words left out weigh the least (lowest IDF)."""
-    kept: set[str] = set()
+def _within_budget(terms: list[TextTerm], rarity: dict[TextTerm, int], cost: dict[TextTerm, int]) -> list[TextTerm]:
+    """The cheapest of ``terms`` whose postings together fit POSTINGS_BUDGET (the cheapest always),
+    in query order: FTS5 scores every posting, and the words left out weigh the least (lowest IDF;
+    a word costs what it is common). A CJK term is as rare as its rarest bigram but costs all of them:
+    a long run of common characters waits behind the rare words it holds."""
+    kept: set[TextTerm] = set()
     total = 0
-    for w in sorted(words, key=lambda w: df[w]):
-        if kept and total + df[w] > POSTINGS_BUDGET:
+    for t in sorted(terms, key=lambda t: (cost[t], rarity[t])):
+        if kept and total + cost[t] > POSTINGS_BUDGET:
             break
-        kept.add(w)
-        total += df[w]
-    return [w for w in words if w in kept]
+        kept.add(t)
+        total += cost[t]
+    return [t for t in terms if t in kept]
 
 
 def scope_corpus(ctx: RecallContext, scope: Scope, max_docs: int | None = None) -> okapi.ScopeCorpus | None:
