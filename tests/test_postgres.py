@@ -26,6 +26,8 @@ def test_shared_sql_becomes_postgresql():
     assert translate("INSERT OR IGNORE INTO entities (owner, kind, name) VALUES (?,?,?)") == \
         "INSERT INTO entities (owner, kind, name) VALUES (%s,%s,%s) ON CONFLICT DO NOTHING"
     assert translate("SELECT 1 FROM c CROSS JOIN turns t ON t.id = c.cid") == "SELECT 1 FROM c JOIN turns t ON t.id = c.cid"
+    assert translate("SELECT 1 FROM c CROSS JOIN turns t INDEXED BY turns_id_scope ON t.id = c.cid") == \
+        "SELECT 1 FROM c JOIN turns t ON t.id = c.cid"
     assert numbered("WHERE owner = ?1 AND (?2 != '' OR key = ?1)")
     assert translate("WHERE owner = ?1 AND key = ?2") == "WHERE owner = %(p1)s AND key = %(p2)s"
 

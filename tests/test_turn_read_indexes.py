@@ -1,5 +1,6 @@
-"""Newest turns first (the recency channel, named days, "yesterday"): read from the (owner, time)
-index, one owner at a time, and the same turns a full sort would give."""
+"""Reads recall makes on every prompt come from indexes, not from the wide turn rows: newest turns
+first (the recency channel, named days, "yesterday") from the (owner, time) index one owner at a time,
+the same turns a full sort would give; the entity channel's scope check from the (id, scope) index."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def many(mem):
     for i in range(90):
         at = NOW - rnd.uniform(0, 30) * 86400
         kind = i % 3
-        turns.append(TurnIn(request=f"turn {i} about the importer", owner=("ana", "bo", "cy")[i % 3 if i < 60 else 0],
+        turns.append(TurnIn(request=f"turn {i} about src/importer.py", owner=("ana", "bo", "cy")[i % 3 if i < 60 else 0],
                             agent=("codex", "claude-code")[i % 2], project=("app", "web")[(i // 2) % 2],
                             session_id=f"s{i % 7}", source_key=f"k{i}",
                             started_at=at if kind < 2 else None, ended_at=at + 30 if kind == 0 else None))
@@ -74,6 +75,28 @@ def test_newest_first_reads_the_time_index_not_every_turn(many):
     for sql in reads:
         plan = " ".join(r[3] for r in many.store.conn.execute("EXPLAIN QUERY PLAN " + sql))
         assert "turns_owner_ended" in plan and "TEMP B-TREE" not in plan, plan
+
+
+def test_entity_mentions_are_scoped_from_the_id_index(many):
+    scope = Scope(("ana",), None, "app")
+    eid = many.store.conn.execute("SELECT id FROM entities WHERE owner = 'ana' LIMIT 1").fetchone()
+    assert eid is not None
+    seen: list[str] = []
+    if not ON_POSTGRES:
+        many.store.conn.set_trace_callback(seen.append)
+    try:
+        got = many.store.entities.turns_mentioning(scope, eid[0], 100)
+    finally:
+        if not ON_POSTGRES:
+            many.store.conn.set_trace_callback(None)
+    want = {r[0] for r in many.store.conn.execute(
+        "SELECT t.id FROM entity_mentions m JOIN turns t ON t.id = m.turn_id WHERE m.entity_id = ? "
+        "AND t.owner = 'ana' AND t.project = 'app' AND t.deleted = 0", eid)}
+    assert want and set(got) == want
+    if not ON_POSTGRES:
+        (sql,) = [s for s in seen if "entity_mentions" in s]
+        plan = " ".join(r[3] for r in many.store.conn.execute("EXPLAIN QUERY PLAN " + sql))
+        assert "COVERING INDEX turns_id_scope" in plan, plan
 
 
 @pytest.mark.parametrize("text", ["UnicodeDecodeError: 'iso-8859-2' codec can't decode byte 0xff",

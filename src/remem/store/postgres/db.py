@@ -7,7 +7,8 @@ pragmas, identity columns). ``PgConnection`` makes that possible:
 - ``?`` becomes ``%s``, ``?1`` a named parameter (and a literal ``%`` becomes ``%%``), once per
   distinct statement (cached);
 - ``INSERT OR IGNORE INTO …`` becomes ``INSERT INTO … ON CONFLICT DO NOTHING``;
-- ``CROSS JOIN t ON …`` (SQLite's way to fix the join order) becomes ``JOIN t ON …``;
+- ``CROSS JOIN t ON …`` (SQLite's way to fix the join order) becomes ``JOIN t ON …``, and a table's
+  ``INDEXED BY name`` (SQLite's index hint) is dropped;
 - SQLite's unary ``+`` on a scope column (it keeps the planner off the owner index) is dropped;
 - SQLite's scalar functions the shared SQL calls (``instr``, two-argument ``max`` / ``min``) exist
   as SQL functions in the database (migration p001).
@@ -67,6 +68,7 @@ _SCOPE_PLUS = re.compile(r"\+((?:\w+\.)?(?:owner|agent|project|id|rowid)\b)")
 _OR_IGNORE = re.compile(r"\bINSERT\s+OR\s+IGNORE\s+INTO\b", re.I)
 # SQLite's CROSS JOIN … ON fixes the join order; PostgreSQL plans an inner join itself
 _CROSS_ON = re.compile(r"\bCROSS\s+JOIN\s+(\w+(?:\s+(?!ON\b)\w+)?)\s+ON\b", re.I)
+_INDEXED_BY = re.compile(r"\s+INDEXED\s+BY\s+\w+", re.I)
 
 
 _NUMBERED = re.compile(r"\?(\d+)")
@@ -102,7 +104,7 @@ def translate(sql: str) -> str:
             continue
         part = _NUMBERED.sub(r"%(p\1)s", part.replace("%", "%%")).replace("?", "%s")
         part = _SCOPE_PLUS.sub(r"\1", part)
-        part = _CROSS_ON.sub(r"JOIN \1 ON", part)
+        part = _CROSS_ON.sub(r"JOIN \1 ON", _INDEXED_BY.sub("", part))
         if _OR_IGNORE.search(part):
             part = _OR_IGNORE.sub("INSERT INTO", part)
             ignore = True

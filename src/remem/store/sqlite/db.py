@@ -103,6 +103,27 @@ def transaction(conn: sqlite3.Connection, *, immediate: bool = True,
             raise _explain(e, "") from None
 
 
+def script(db: sqlite3.Connection, sql: str) -> None:
+    """Run a multi-statement script inside the caller's transaction (executescript would commit)."""
+    for stmt in _split_sql(sql):
+        db.execute(stmt)
+
+
+def _split_sql(sql: str) -> list[str]:
+    """Split a script into statements, keeping CREATE TRIGGER … END; bodies whole."""
+    out, buf = [], ""
+    for line in sql.splitlines(keepends=True):
+        stripped = line.split("--", 1)[0]
+        buf += stripped if stripped.strip() else ""
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out
+
+
 def db_path(conn: sqlite3.Connection) -> str:
     """The file behind a connection ("" for an in-memory database): the key of per-database caches."""
     return str(conn.execute("PRAGMA database_list").fetchone()[2] or "")

@@ -135,8 +135,9 @@ def turns_mentioning(db: sqlite3.Connection, scope: Scope, entity_id: int, limit
     yields a sample of them, which is all a common entity's low weight is worth).
     """
     where, params = scope.sql("t", by_key=True)
-    sql = (f"SELECT t.id FROM entity_mentions m CROSS JOIN turns t ON t.id = m.turn_id WHERE m.entity_id = ? "
-           f"AND {where} AND t.deleted = 0 LIMIT ?")
+    # the scope from the (id, owner, project, agent, deleted) index, not from the wide turn row
+    sql = (f"SELECT t.id FROM entity_mentions m CROSS JOIN turns t INDEXED BY turns_id_scope ON t.id = m.turn_id "
+           f"WHERE m.entity_id = ? AND {where} AND t.deleted = 0 LIMIT ?")
     return [r[0] for r in db.execute(sql, [entity_id, *params, limit])]
 
 
