@@ -5,10 +5,14 @@ without workers; and a substring search finds what an import left to the trigram
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -67,8 +71,10 @@ def two(tmp_path):
     import remem
 
     # a writer forks its workers only when it runs no other thread (as the CLI does): a thread an
-    # earlier test of this process left behind (a fake server blocked in accept()) changes the path
-    left = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    # earlier test of this process left behind (a fake server blocked in accept()) changes the path;
+    # remem's process-wide pools (the vector scan's, "remem-v…") are meant to stay
+    left = [t.name for t in threading.enumerate() if t is not threading.main_thread()
+            and not t.name.startswith("remem-v")]
     assert not left, f"threads left behind by earlier tests: {left}"
     a, b = remem.open(tmp_path / "a"), remem.open(tmp_path / "b")
     yield a, b
@@ -76,20 +82,41 @@ def two(tmp_path):
     b.close()
 
 
-def test_workers_make_the_rows_the_writer_alone_makes(two):
-    serial, parallel = two
-    batch = turns(150)
-    write(serial, batch)
-    pool = workers.PreparePool(2)
+def _fork_run(home: str) -> dict:
+    """The same 150 turns written by the writer alone and with a forked pool (in a one-thread process)."""
+    import remem
+
+    serial, parallel = remem.open(Path(home) / "a"), remem.open(Path(home) / "b")
     try:
-        res = write(parallel, batch, pool)
+        batch = turns(150)
+        write(serial, batch)
+        pool = workers.PreparePool(2)
+        try:
+            res = write(parallel, batch, pool)
+        finally:
+            pool.close()
+        a, b = snapshot(serial), snapshot(parallel)
+        return {"threads": threading.active_count(), "chunks": pool.chunks, "status": [r.status for r in res.results],
+                "same": a == b, "rows": len(a["rows"]), "mentions": len(a["mentions"]),
+                "secrets": "hunter2" in str(b) or "AKIAIOSFODNN7EXAMPLE" in str(b)}
     finally:
-        pool.close()
-    assert pool.chunks["workers"] >= 5 and pool.chunks["writer"] == 0   # forked at once: one-thread writer
-    assert [r.status for r in res.results] == ["added"] * 150
-    a, b = snapshot(serial), snapshot(parallel)
-    assert a == b and len(a["rows"]) == 150 and len(a["mentions"]) > 300
-    assert "hunter2" not in str(b) and "AKIAIOSFODNN7EXAMPLE" not in str(b)   # redacted in the workers
+        serial.close()
+        parallel.close()
+
+
+def test_workers_make_the_rows_the_writer_alone_makes(tmp_path):
+    """Run in a process of its own: the writer forks its workers only when it runs no other thread,
+    and earlier tests of this test process may have started remem's process-wide pools (the vector
+    scan's)."""
+    code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+            f"import test_import_workers as t; print(json.dumps(t._fork_run({str(tmp_path)!r})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["chunks"]["workers"] >= 5 and got["chunks"]["writer"] == 0   # forked at once: one-thread writer
+    assert got["status"] == ["added"] * 150
+    assert got["same"] and got["rows"] == 150 and got["mentions"] > 300
+    assert not got["secrets"]   # redacted in the workers
 
 
 def test_a_writer_with_threads_gets_its_workers_from_a_forkserver(two):
@@ -134,6 +161,9 @@ def test_a_pool_that_breaks_halfway_loses_no_turn(two):
             yield item
 
     pool.prepare = prepare  # type: ignore[method-assign]
+    deadline = time.monotonic() + 60   # forked at once, or from a forkserver when this process runs threads
+    while pool._ready(batch) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
     try:
         res = write(parallel, batch, pool)
     finally:
