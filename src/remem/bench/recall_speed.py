@@ -139,8 +139,14 @@ def make_real_turns(n: int, seed: int = 7, chunk: int = 0, stats: Any = None) ->
         yield out
 
 
+# a few prompts name a time, as users ask ("what did we do yesterday"): those read turns by their time
+TIME_PHRASES = ("what did we do yesterday?", "continue from last week:", "today:", "3 days ago we started this:",
+                "上周的改动：", "昨天做到哪了？", "on 2025-11-20:")
+
+
 def real_queries(n: int, seed: int = 3) -> list[str]:
-    """Prompts as users type them: generator requests (some Chinese), every tenth with an error line."""
+    """Prompts as users type them: generator requests (some Chinese), every tenth with an error line,
+    one in 25 opening with a time (TIME_PHRASES)."""
     from remem.bench import realistic as rl
 
     rng = random.Random(seed)
@@ -152,6 +158,8 @@ def real_queries(n: int, seed: int = 3) -> list[str]:
         if len(qs) % 10 == 0:
             errs = [line for _n, _i, o, e in calls if e for line in o.splitlines() if "Error" in line]
             req += "\n" + (errs[-1] if errs else f"{rng.choice(rl.ERRORS)}: {tx.mod().funcs[0][0]}() failed")
+        if len(qs) % 25 == 12:
+            req = TIME_PHRASES[len(qs) // 25 % len(TIME_PHRASES)] + " " + req
         qs.append(req[:2000])
     return qs
 
