@@ -179,6 +179,8 @@ def test_speed_harness_pure_parts():
             "search_p95_ms": 38, "vector_raw_mb": 200, "vector_index_mb": 215}]
     est = h.estimate(pts, 1_000_000)
     assert est["estimated"] and est["vector_raw_mb"] == 2000 and est["search_p50_ms"] == pytest.approx(109.0)
+    pts[1]["turn_start_p95_ms"] = 15   # measured faster at the larger size: held, not extrapolated below zero
+    assert h.estimate(pts, 1_000_000)["turn_start_p95_ms"] == 15
 
 
 def test_locomo_on_the_generated_small_file(cli):

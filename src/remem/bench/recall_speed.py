@@ -310,14 +310,16 @@ def measure(n: int, *, queries: int, model: str, say: Callable[[str], None], kee
 
 
 def estimate(points: list[dict[str, Any]], n: int) -> dict[str, Any]:
-    """Linear fit through the two largest measured sizes (brute-force search grows linearly)."""
+    """Linear fit through the two largest measured sizes (brute-force search grows linearly). A value
+    that fell between them (work bounded by budgets, or noise) is held at the larger size's value: an
+    estimate never extrapolates a falling curve to below what was measured (it went negative)."""
     if len(points) < 2:
         return {}
     a, b = sorted(points, key=lambda p: p["turns"])[-2:]
     out: dict[str, Any] = {"turns": n, "estimated": True}
     for key in ("turn_start_p50_ms", "turn_start_p95_ms", "search_p50_ms", "search_p95_ms", "vector_raw_mb",
                 "vector_index_mb"):
-        slope = (b[key] - a[key]) / (b["turns"] - a["turns"])
+        slope = max(0.0, (b[key] - a[key]) / (b["turns"] - a["turns"]))
         out[key] = round(b[key] + slope * (n - b["turns"]), 1)
     return out
 
