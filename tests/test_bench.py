@@ -281,3 +281,23 @@ def test_speed_real_mode_runs_on_a_tiny_store(cli, tmp_path):
     qs = h.real_queries(20)
     assert len(qs) == 20 and any("Error" in q for q in qs[::10])
     assert any(re.search(r"[\u4e00-\u9fff]", q) for q in h.real_queries(60))
+    assert sum(q.startswith(h.TIME_PHRASES) for q in h.real_queries(100)) == 4   # one in 25 names a time
+
+    proxy = harness("recall_proxy")
+    home = str(tmp_path / "stores" / "real-200")
+    got = proxy.measure(home, prompts=60, model="hash")
+    assert got["all"]["prompts"] == got["zh"]["prompts"] + got["en"]["prompts"] > 0
+    assert 0.0 <= got["all"]["packet_has_relevant"] <= 1.0 and got["all"]["turn_start_p50_ms"] > 0
+    import remem
+    mem = remem.open(home)
+    try:
+        rel = proxy.relevant(mem, h.REAL_OWNER, h.real_queries(80)[20:])
+        assert rel
+        for q, ids in rel.items():   # every relevant turn's request names what the prompt's first line names
+            head = q.split("```")[0].split("\n")[0]
+            names = [f + "()" for f in proxy._FN.findall(head)] + proxy._FILE.findall(head)
+            for tid in ids:
+                req = mem.store.turns.get(mem.scope(owner=h.REAL_OWNER), tid)["request"]
+                assert any(n in req for n in names)
+    finally:
+        mem.close()
