@@ -416,5 +416,7 @@ def p010_term_doc_lengths(db: PgConnection) -> None:
 
 @migration
 def p011_turn_time_order(db: PgConnection) -> None:
-    """Recall reads an owner's turns newest first by their end time (SQLite's m018_turn_time_order)."""
+    """Recall reads an owner's turns newest first by their end time (SQLite's m018_turn_read_indexes;
+    its id → scope index is SQLite's alone: PostgreSQL keeps long texts out of line (TOAST), so a row's
+    small columns are read without them)."""
     script(db, "CREATE INDEX IF NOT EXISTS turns_owner_ended ON turns(owner, (coalesce(ended_at, started_at, created_at)));")
