@@ -76,6 +76,35 @@ def test_world_model_needs_repeated_successful_runs() -> None:
     assert one["cmd.test"].status == "candidate"       # one session is not enough for an inferred fact
 
 
+def test_a_build_fixed_until_it_passed_is_the_projects_build_in_one_session() -> None:
+    """Failed twice, then passed: the work loop of fixing a build names the project's build command, even
+    in a project's only session; one failure before the pass, or passes alone, stay a candidate."""
+    fixed = [T("s1", 1, [sh("dotnet build", FAIL_DOTNET)]), T("s1", 2, [sh("dotnet build Lib.sln", FAIL_DOTNET)]),
+             T("s1", 3, [sh("dotnet build", OK_DOTNET)])]
+    facts = {m.slot: m for m in learn(fixed) if m.kind == "fact"}
+    assert facts["cmd.build"].value == "dotnet build" and facts["cmd.build"].status == "active"
+    once = {m.slot: m for m in learn(fixed[1:]) if m.kind == "fact"}
+    assert once["cmd.build"].status == "candidate"
+    passes = {m.slot: m for m in learn([T("s1", i, [sh("dotnet build", OK_DOTNET)]) for i in range(4)])
+              if m.kind == "fact"}
+    assert passes["cmd.build"].status == "candidate"
+
+
+def test_two_of_the_repositorys_project_files_name_its_package_manager() -> None:
+    read = [T("s1", 1, [Action(tool="read", path="C:\\dev\\Widgets\\Widgets.csproj")]),
+            T("s1", 2, [Action(tool="read", path="C:\\dev\\Widgets\\Demo\\Demo.csproj")])]
+    facts = {m.slot: m for m in learn(read) if m.kind == "fact"}
+    assert facts["pkg.manager"].value == "dotnet" and facts["pkg.manager"].status == "active"
+    one = {m.slot: m for m in learn(read[:1] + [T("s1", 2, [Action(tool="read", path="C:\\dev\\Widgets\\Widgets.csproj")])])
+           if m.kind == "fact"}
+    assert one["pkg.manager"].status == "candidate"       # the same file twice is one file
+    rival = read + [T("s1", 3, [Action(tool="read", path="C:\\dev\\Widgets\\Widgets.sln"),
+                                Action(tool="edit", path="web/package-lock.json")])]
+    facts = {m.slot: m for m in learn(rival) if m.kind == "fact"}
+    assert facts["pkg.manager"].value == "dotnet"
+    assert facts["pkg.manager"].status == "candidate"     # another manager's lock file: not settled
+
+
 def test_agent_naming_a_command_it_ran_in_another_session_counts_as_that_session() -> None:
     served = "> web@1.0.0 start\n> node server.js\n\nServer listening on http://localhost:3000\n"
     run = T("s1", 1, [sh("npm start", served)] + [sh("npm start", served) for _ in range(3)])

@@ -2,7 +2,9 @@
 
 candidate → active → superseded | archived | rejected. A candidate becomes active with evidence in
 ≥ 2 sessions, or an explicit generaliser or memory cue, or the user's approval; inferred facts need
-successful runs in ≥ 2 sessions. Confidence is the mean of a Beta posterior over supporting and
+successful runs in ≥ 2 sessions, a command that failed twice and then passed (the work loop of fixing
+a build), or (the package manager) two of the repository's own project or lock files and no other
+manager. Confidence is the mean of a Beta posterior over supporting and
 contradicting evidence. Two memories of one project and slot with different values, or of the same
 rule with opposite polarity, conflict: the newer one supersedes the older when it is at least as
 well supported, a user statement beats an inference, a locked memory is never superseded
@@ -24,6 +26,7 @@ RULE_KINDS = ("preference", "convention")
 SAME_RULE = 0.5              # term overlap at which two statements are one rule
 SAME_CLAUSE_TERMS = 3        # … or of their rule clauses ("dont waste tokens on yap"), sharing this many words
 ACTIVE_SESSIONS = 2
+FAILED_RUNS = 2              # a command that failed this often and then passed is the project's, in one session too
 REPEATED_TURNS = 3          # a rule restated in 3 separate turns of one session is standing too
 PROCEDURE_SESSIONS = 3      # error→fix seen in 3 sessions (2 is mostly argument fiddling on real data)
 GENERIC_SIGNATURE = re.compile(r"No such file or directory|command not found|exit (?:code|status)|Permission denied|"
@@ -121,7 +124,14 @@ def activation(m: Memory) -> str:
     if m.kind == "fact":
         if m.data.get("stated") or m.from_user:
             return "active"          # the user said it (a statement, or a command they ran themselves)
-        return "active" if sessions >= ACTIVE_SESSIONS and len(m.evidence) >= 2 else "candidate"
+        if sessions >= ACTIVE_SESSIONS and len(m.evidence) >= 2:
+            return "active"
+        runs, tries = int(m.data.get("runs", 0)), int(m.data.get("tries", 0))
+        if m.slot.startswith("cmd.") and runs >= 1 and tries - runs >= FAILED_RUNS:
+            return "active"          # failed, fixed, run again until it passed: the project's command, in one session too
+        if m.slot == "pkg.manager" and m.data.get("manifests", 0) >= 2 and not m.data.get("rivals"):
+            return "active"          # the repository's own files (two project or lock files), no other manager seen
+        return "candidate"
     if m.kind == "skill":         # a skill is a recipe to follow: evidence in as many sessions as a procedure
         sig = str(m.data.get("trigger", {}).get("signature", ""))
         return "active" if sessions >= PROCEDURE_SESSIONS and not GENERIC_SIGNATURE.search(sig) else "candidate"

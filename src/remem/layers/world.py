@@ -60,6 +60,8 @@ def world_observations(turns: list[Turn]) -> list[Observation]:
         return []
     project = turns[0].project
     runs: dict[str, Counter[str]] = defaultdict(Counter)          # category -> family -> ok runs
+    tries: dict[str, Counter[str]] = defaultdict(Counter)         # category -> family -> runs, failed ones too
+    manifests: dict[str, set[str]] = defaultdict(set)             # package manager -> its lock / project files
     run_ev: dict[str, list[Evidence]] = defaultdict(list)
     pm: Counter[str] = Counter()
     pm_ev: dict[str, list[Evidence]] = defaultdict(list)
@@ -83,9 +85,11 @@ def world_observations(turns: list[Turn]) -> list[Observation]:
                     if head in _PM_PREFIX and (cat or head in ("npm", "bun", "pnpm", "yarn", "uv", "dotnet")):
                         pm[_PM_PREFIX[head]] += 1
                         pm_ev[_PM_PREFIX[head]].append(_ev(t))
-                    if cat in ("test", "build", "run", "lint") and res == "ok" and " " in fam:
-                        runs[cat][fam] += 1
-                        run_ev[f"{cat}\x1f{fam}"].append(_ev(t))
+                    if cat in ("test", "build", "run", "lint") and " " in fam:
+                        tries[cat][fam] += 1
+                        if res == "ok":
+                            runs[cat][fam] += 1
+                            run_ev[f"{cat}\x1f{fam}"].append(_ev(t))
                 o = _os_of(a.command + "\n" + a.output[:2000])
                 if o:
                     oses[o] += 1
@@ -99,10 +103,12 @@ def world_observations(turns: list[Turn]) -> list[Observation]:
                 if name in _LOCKS:
                     pm[_LOCKS[name]] += 2
                     pm_ev[_LOCKS[name]].append(_ev(t))
+                    manifests[_LOCKS[name]].add(low)
                 ext = name.rsplit(".", 1)[-1] if "." in name else ""
                 if ext in ("csproj", "sln", "fsproj") or name in ("directory.packages.props", "global.json"):
                     pm["dotnet"] += 1
                     pm_ev["dotnet"].append(_ev(t))
+                    manifests["dotnet"].add(low)
                 if ext in _EXT_LANG:
                     langs[_EXT_LANG[ext]] += 1
                     lang_ev[_EXT_LANG[ext]].append(_ev(t))
@@ -150,10 +156,11 @@ def world_observations(turns: list[Turn]) -> list[Observation]:
         # the family with the most successful runs; ties go to the one seen in more sessions
         best = max(fams, key=lambda f: (len({e.session for e in run_ev[f"{cat}\x1f{f}"]}), fams[f], f))
         emit(f"cmd.{cat}", best, f"The {cat} command is `{best}`.", run_ev[f"{cat}\x1f{best}"],
-             runs=fams[best])
+             runs=fams[best], tries=tries[cat][best])
     if pm:
         best = max(pm, key=lambda k: (len({e.session for e in pm_ev[k]}), pm[k], k))
-        emit("pkg.manager", best, f"The package manager is {best}.", pm_ev[best])
+        emit("pkg.manager", best, f"The package manager is {best}.", pm_ev[best],
+             manifests=len(manifests[best]), rivals=sorted(k for k in pm if k != best))
     for lang, n in langs.most_common(3):
         if n >= MIN_LANG_FILES:
             emit(f"stack.lang.{lang.lower()}", lang, f"The project is written in {lang}.", lang_ev[lang])
