@@ -21,9 +21,10 @@ import statistics
 import time
 from typing import Any
 
+from remem.text.segment import has_cjk
+
 _FN = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]{3,})\(\)")
 _FILE = re.compile(r"\b([A-Za-z_][\w/]*\.py)\b")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -76,7 +77,7 @@ def measure(home: str, prompts: int = 300, model: str = "e5-small") -> dict[str,
         c = time.perf_counter()
         items = [i["id"] for i in packet["items"] if i.get("layer", "L1") == "L1"]
         top = [h["id"] for h in found]
-        rows.append({"zh": bool(_CJK.search(q)), "hit": any(i in ids for i in items),
+        rows.append({"zh": has_cjk(q), "hit": any(i in ids for i in items),
                      "precision": sum(i in ids for i in items) / len(items) if items else 0.0,
                      "recall10": len(set(top) & ids) / min(10, len(ids)),
                      "turn_start_ms": (b - a) * 1000, "search_ms": (c - b) * 1000})
