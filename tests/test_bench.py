@@ -283,21 +283,32 @@ def test_speed_real_mode_runs_on_a_tiny_store(cli, tmp_path):
     assert any(re.search(r"[\u4e00-\u9fff]", q) for q in h.real_queries(60))
     assert sum(q.startswith(h.TIME_PHRASES) for q in h.real_queries(100)) == 4   # one in 25 names a time
 
-    proxy = harness("recall_proxy")
-    home = str(tmp_path / "stores" / "real-200")
-    got = proxy.measure(home, prompts=60, model="hash")
+    # the relevance proxy over the same store, as a user runs it (its own process opens the store as the
+    # speed bench did)
+    r = subprocess.run([sys.executable, "-m", "remem.bench.recall_proxy", "--home", str(tmp_path / "stores" / "real-200"),
+                        "--prompts", "60", "--model", "hash", "--json"], capture_output=True, timeout=300)
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    got = json.loads(r.stdout)
     assert got["all"]["prompts"] == got["zh"]["prompts"] + got["en"]["prompts"] > 0
     assert 0.0 <= got["all"]["packet_has_relevant"] <= 1.0 and got["all"]["turn_start_p50_ms"] > 0
-    import remem
-    mem = remem.open(home)
-    try:
-        rel = proxy.relevant(mem, h.REAL_OWNER, h.real_queries(80)[20:])
-        assert rel
-        for q, ids in rel.items():   # every relevant turn's request names what the prompt's first line names
-            head = q.split("```")[0].split("\n")[0]
-            names = [f + "()" for f in proxy._FN.findall(head)] + proxy._FILE.findall(head)
-            for tid in ids:
-                req = mem.store.turns.get(mem.scope(owner=h.REAL_OWNER), tid)["request"]
-                assert any(n in req for n in names)
-    finally:
-        mem.close()
+
+
+def test_recall_proxy_relevant_turns_name_what_the_prompts_first_line_names():
+    proxy = harness("recall_proxy")
+
+    class Turns:
+        def __init__(self, rows):
+            self.rows = rows
+
+        def changed(self, scope, *, after=(0.0, ""), limit=200):
+            rest = [r for r in self.rows if (r["updated_at"], r["id"]) > after]
+            return sorted(rest, key=lambda r: (r["updated_at"], r["id"]))[:limit]
+
+    rows = [{"id": f"t{i:04d}", "updated_at": float(i // 3), "request": req}
+            for i, req in enumerate(["fix parse_header() please", "why does parse_header() fail", "read cli/main.py",
+                                     "unrelated"] + ["touch common_fn() again"] * 2500)]
+    mem = type("M", (), {"store": type("S", (), {"turns": Turns(rows)})(), "scope": lambda self, owner: owner})()
+    prompts = ["rename parse_header() and its callers\n```\nmain.py()\n```", "what does cli/main.py do?",
+               "nothing anchored here", "speed up common_fn()", "no such_name() anywhere"]
+    got = proxy.relevant(mem, "me", prompts)
+    assert got == {prompts[0]: {"t0000", "t0001"}, prompts[1]: {"t0002"}}   # 2,500 holders: over 200, left out
