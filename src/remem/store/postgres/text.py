@@ -22,6 +22,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ...scope import Scope
+from ...text.segment import bigrams
 from ..dfcache import DocFreqs
 from ..protocols import TextQuery, TextTerm
 
@@ -51,9 +52,6 @@ def tokenize(text: str) -> list[str]:
     digits; everything else separates)."""
     return [t for t in _TOKEN.findall(_fold(text)) if len(t) <= _MAX_TERM]
 
-
-def _bigrams(run: str) -> list[str]:
-    return [run[i: i + 2] for i in range(len(run) - 1)] if len(run) >= 2 else ([run] if run else [])
 
 
 def _score(dl: str) -> str:
@@ -167,7 +165,7 @@ class PgText:
         document frequency gives its idf — None for a phrase, a CJK run or a prefix, whose document
         frequency is counted in the search's own statement); None when the term holds no word."""
         if t.cjk and len(t.text) > 1:
-            grams = list(dict.fromkeys(_bigrams(t.text)))
+            grams = list(dict.fromkeys(bigrams(t.text)))
             return ("SELECT turn, min(tf) AS tf, min(dl) AS dl FROM turn_terms WHERE term = ANY(%s) GROUP BY turn "
                     "HAVING count(*) = %s", [grams, len(grams)], None)
         if t.prefix or (t.cjk and len(t.text) == 1):

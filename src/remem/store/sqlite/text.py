@@ -12,6 +12,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from ...scope import Scope
+from ...text.segment import bigrams
 from ..dfcache import DocFreqs
 from ..protocols import TextQuery, TextTerm
 from .candidates import TURN_TIME
@@ -36,15 +37,12 @@ def quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def _bigrams(run: str) -> list[str]:
-    return [run[i: i + 2] for i in range(len(run) - 1)] if len(run) >= 2 else ([run] if run else [])
-
 
 def term_expression(t: TextTerm) -> str:
     """One term as FTS5 syntax: a quoted word (``*`` for a prefix); a CJK term as the phrase of its
     bigrams on the ``cjk`` column (one character: a prefix there)."""
     if t.cjk:
-        return f"cjk : {quote(t.text)}*" if len(t.text) == 1 else "cjk : " + quote(" ".join(_bigrams(t.text)))
+        return f"cjk : {quote(t.text)}*" if len(t.text) == 1 else "cjk : " + quote(" ".join(bigrams(t.text)))
     return f"{quote(t.text)}*" if t.prefix else quote(t.text)
 
 
