@@ -49,10 +49,12 @@ def _group(kind: str) -> str:
     return "rule" if kind in RULE_KINDS else kind
 
 
-def _find(mem_by_key: dict[tuple[str, str, str], Memory], rules: list[Memory], o: Observation) -> Memory | None:
+def _find(mem_by_key: dict[tuple[str, str, str], Memory], rules: list[Memory], clauses: dict[str, frozenset[str]],
+          o: Observation) -> Memory | None:
     """The memory ``o`` belongs to: the one of its key, else a rule or decision of the same project
     whose terms overlap enough (the same statement in other words, or about another file), or whose
-    rule clause (``rules.clause_terms``) is the same, with the same polarity, in other sentences."""
+    rule clause (``rules.clause_terms``; ``clauses``: each rule's, by id) is the same, with the same
+    polarity, in other sentences."""
     m = mem_by_key.get((o.project, _group(o.kind), o.key))
     if m is not None or _group(o.kind) not in ("rule", "decision") or o.slot:
         return m
@@ -63,7 +65,7 @@ def _find(mem_by_key: dict[tuple[str, str, str], Memory], rules: list[Memory], o
             continue
         j = jaccard(r.terms, o.terms)
         if len(mine) >= SAME_CLAUSE_TERMS and o.polarity == r.polarity:
-            theirs = frozenset(r.data.get("clause") or ())
+            theirs = clauses.get(r.id, frozenset())
             if len(mine & theirs) >= SAME_CLAUSE_TERMS:
                 j = max(j, jaccard(mine, theirs))
         if j >= SAME_RULE and j > score:
@@ -75,9 +77,10 @@ def fold(observations: Iterable[Observation]) -> list[Memory]:
     """Merge observations (in time order) into memories: one per identity, every evidence kept."""
     mem_by_key: dict[tuple[str, str, str], Memory] = {}
     rules: list[Memory] = []
+    clauses: dict[str, frozenset[str]] = {}  # a rule's clause as a set, made once (it is set once)
     ordered: list[Memory] = []
     for o in observations:
-        m = _find(mem_by_key, rules, o)
+        m = _find(mem_by_key, rules, clauses, o)
         if m is None:
             m = Memory(id=memory_id(o.project, _group(o.kind), o.key), kind=o.kind, key=o.key, text=o.text,
                        project=o.project, layer="L3" if o.kind in L3_KINDS else "L2", slot=o.slot,
@@ -104,6 +107,8 @@ def fold(observations: Iterable[Observation]) -> list[Memory]:
         m.updated_at = o.evidence.ts if o.evidence.ts is not None else m.updated_at
         for k, v in o.data.items():
             m.data.setdefault(k, v)
+        if m.data.get("clause") and m.id not in clauses:
+            clauses[m.id] = frozenset(m.data["clause"])
     return ordered
 
 

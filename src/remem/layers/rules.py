@@ -217,12 +217,14 @@ def _general(s: str) -> bool:
 _CLAUSE_END = re.compile(r"[,.;:!?，。；：！？()\[\]]|\b(?:and|but|because|so|since|when|if|as|then)\b", re.I)
 
 
-def clause_terms(s: str) -> frozenset[str]:
+def clause_terms(s: str, m: re.Match[str] | None = None) -> frozenset[str]:
     """The content words of a rule's own clause: from its prohibition or obligation ("dont",
-    "never", "always", "make sure", 不要 …) to the clause's end. The same rule said in sentences
-    that differ around it ("use tokens for code, dont waste them on yap" / "dont waste tokens on yap,
-    we are doing minimal edits") shares its clause when the whole sentences share few words."""
-    m = _PROHIBIT_EN.search(s) or _OBLIGE_EN.search(s) or _PROHIBIT_ZH.search(s) or _OBLIGE_ZH.search(s)
+    "never", "always", "make sure", 不要 …; ``m``, when the caller has searched for it already) to
+    the clause's end. The same rule said in sentences that differ around it ("use tokens for code,
+    dont waste them on yap" / "dont waste tokens on yap, we are doing minimal edits") shares its
+    clause when the whole sentences share few words."""
+    if m is None:
+        m = _PROHIBIT_EN.search(s) or _OBLIGE_EN.search(s) or _PROHIBIT_ZH.search(s) or _OBLIGE_ZH.search(s)
     if not m:
         return frozenset()
     rest = s[m.end():]
@@ -274,15 +276,18 @@ def rule_observations(turn: Turn, prev: Turn | None = None, vocab: frozenset[str
         if "?" in s or "？" in s:
             continue
         want = _WANT_EN.search(s) or _WANT_ZH.search(s)
-        prohibit = _PROHIBIT_EN.search(s) or _PROHIBIT_ZH.search(s) or (want and _DISLIKE.search(s))
-        oblige = _OBLIGE_EN.search(s) or _OBLIGE_ZH.search(s) or want
+        pe, oe, pz, oz = (_PROHIBIT_EN.search(s), _OBLIGE_EN.search(s), _PROHIBIT_ZH.search(s),
+                          _OBLIGE_ZH.search(s))
+        prohibit = pe or pz or (want and _DISLIKE.search(s))
+        oblige = oe or oz or want
         anc = anchors(s, tools=tools)     # tools, `code`, paths, identifiers
-        strict = bool(_PROHIBIT_EN.search(s) or _PROHIBIT_ZH.search(s) or _OBLIGE_EN.search(s) or _OBLIGE_ZH.search(s))
+        strict = bool(pe or oe or pz or oz)
         if not anc and (general or cue or strict):
             # a project word is enough when the user generalises, prohibits or obliges ("you should
             # not be moving anything from the prototypes directory": the project's own folder)
             anc = anchors(s, vocab, tools)
-        n_terms = len(terms(s))
+        t = terms(s)
+        n_terms = len(t)
         if (prohibit or oblige or cue) and n_terms >= MIN_RULE_TERMS and \
                 (anc or general or cue or n_terms >= MIN_LOOSE_TERMS):
             explicit = general or cue or repeat or bool(_WHY.search(s) and _SHOULD.search(s) and not _BUG.search(s))
@@ -290,15 +295,14 @@ def rule_observations(turn: Turn, prev: Turn | None = None, vocab: frozenset[str
             if cue and not (prohibit or oblige) and re.search(r"\b(?:remember|keep in mind) that\b", s, re.I) \
                     and not re.search(r"\b(?:want|should|must|need|use|using|prefer)\b", s, re.I):
                 kind = "fact"           # "remember that X runs during init": a stated fact
-            t = terms(s)
             out.append(Observation(kind=kind, key="rule:" + _hash(*sorted(t)), text=s, project=turn.project,
                                    evidence=_evidence(turn, explicit), polarity=-1 if prohibit else 1,
                                    terms=t, data={"anchors": sorted(anc), "correction": correction,
-                                                  "stated": kind == "fact", "clause": sorted(clause_terms(s))}))
+                                                  "stated": kind == "fact",
+                                                  "clause": sorted(clause_terms(s, pe or oe or pz or oz))}))
             continue
         dm = _DECISION_EN.search(s) or _DECISION_ZH.search(s)
         if dm and (anc or _REASON.search(s)) and "?" not in s and "？" not in s:
-            t = terms(s)
             reason = ""
             rm = _REASON.search(s)
             if rm:
