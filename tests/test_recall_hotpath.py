@@ -79,9 +79,13 @@ def test_the_matcher_finds_what_stemming_every_token_finds(real_turns):
     and for the suffix forms the stem joins (painting / paints, retries / retried / retry)."""
     texts = texts_of(real_turns)
     texts += ["we keep painting the fence; she paints daily", "retries: 3, it retried, one retry",
-              "the deployment was deployed by deployers", "修复了登录页面的错误 after 重试", "Caching CACHED caches"]
+              "the deployment was deployed by deployers", "修复了登录页面的错误 after 重试", "Caching CACHED caches",
+              # token edges: inside other tokens, underscores, digits, letters outside ASCII, one letter
+              "latest_test xtest testing123 Test-case 测试test café Ünïcode İstanbul p.y p0 0 10 y ies",
+              "studies studied study; the y-axis; ÉCOLE école — py/js ts2 e2e"]
     prompts = real_queries(40, seed=9) + ["painted fences and retrying deploys", "caches 登录 错误 retried",
-                                          "why did the cached deployment stop painting"]
+                                          "why did the cached deployment stop painting",
+                                          "test the cafe 0 p y ies study école py e2e istanbul"]
     compared = hits = 0
     for p in prompts:
         q = build(p)
@@ -151,19 +155,19 @@ def test_tokens_are_the_regex_tokens(real_turns):
     assert min(paths.values()) >= 3, paths
 
 
-def test_a_turn_start_tokenises_each_text_once(mem, real_turns, monkeypatch):
+def test_a_turn_start_reads_each_text_once(mem, real_turns, monkeypatch):
     """The packet's word gate reads the rows the ranking's guard already weighed whole: it takes their
-    matched words from the ranking instead of tokenising kilobytes of tool output again."""
+    matched words from the ranking instead of searching kilobytes of tool output again."""
     mem.add_turns(real_turns)
     mem.config.override("embedding.enabled", False)
     seen: dict[str, int] = {}
-    real = cov.tokens
+    real = cov.Matcher.__call__
 
-    def counting(text):
+    def counting(self, text):
         seen[text] = seen.get(text, 0) + 1
-        return real(text)
+        return real(self, text)
 
-    monkeypatch.setattr(cov, "tokens", counting)
+    monkeypatch.setattr(cov.Matcher, "__call__", counting)
     shown = 0
     for p in real_queries(6, seed=9):
         seen.clear()

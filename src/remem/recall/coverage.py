@@ -21,6 +21,7 @@ keeps what only this store knows (a project name in every memory is no reason to
 from __future__ import annotations
 
 import math
+import os
 import re
 from functools import lru_cache
 from importlib import resources
@@ -130,32 +131,66 @@ def _forms(s: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+_RUN = re.compile(r"[^\W_]*")  # a TOKEN run from where it starts (empty when none starts there)
+MIN_ANCHOR = 1  # a word whose forms share no first character ("y": "ies") is looked up in the token set
+
+
+def _holds(low: str, anchor: str, accept: frozenset[str]) -> bool:
+    """Whether the lower-cased ``low`` has a token in ``accept`` (all of which start with ``anchor``):
+    each place ``anchor`` starts a token is read to the token's end and looked up; the search goes
+    on after that token (a token starts nowhere inside another)."""
+    i = low.find(anchor)
+    while i >= 0:
+        j = _RUN.match(low, i).end()  # type: ignore[union-attr]  # the anchor is letters or digits: j > i
+        if (i == 0 or not low[i - 1].isalnum()) and low[i:j] in accept:
+            return True
+        i = low.find(anchor, j)
+    return False
+
+
 class Matcher:
     """:func:`matched` for one query's terms, prepared once and applied to many texts.
 
-    The same answer as stemming every token of every text, at the cost of one tokenisation: a token
-    has the stem of a query word only if it is one of the few forms of that stem (:func:`_forms`), so
-    those forms are stemmed once here and a text's tokens are only looked up. Ranking checks hundreds
-    of candidates a query (0.3 s of a slow 100k-turn turn_start went into stemming their tokens)."""
+    A word is held when a token of the text is the word or a form of its stem (:func:`_forms`, those
+    :func:`stem` takes back to it): the same answer as stemming every token of every text. Those forms
+    share their first characters (the stem, or the stem without its "y"), so the lower-cased text is
+    searched for that ``anchor`` (C speed) and only the tokens starting with it are read, instead of
+    splitting the whole text into tokens: ranking checks ~300 candidates a query, 50 of them whole
+    (kilobytes of tool output each), and tokenising those was 12 ms of a 100k-turn turn_start. Even
+    a one-character anchor ("0", "p") is cheaper to search than the text is to split (its first
+    whole-token occurrence ends the search). A word whose forms share no first character uses the
+    text's token set."""
 
-    __slots__ = ("words", "_cjk", "_plain", "_stem", "_forms")
+    __slots__ = ("words", "_cjk", "_accept", "_anchor")
 
     def __init__(self, words: list[str]) -> None:
         self.words = words
         self._cjk = {w for w in words if CJK.match(w)}
-        self._plain = {w for w in words if w not in self._cjk}
-        self._stem = {w: stem(w) for w in self._plain}
-        self._forms: dict[str, set[str]] = {}  # a token → the query words' stems it stems to
-        for s in set(self._stem.values()):
-            for f in _forms(s):
-                if stem(f) == s:
-                    self._forms.setdefault(f, set()).add(s)
+        self._accept: dict[str, frozenset[str]] = {}  # a word → the tokens that hold it
+        self._anchor: dict[str, str] = {}             # a word → the start all of those share
+        for w in words:
+            if w not in self._cjk:
+                s = stem(w)
+                accept = frozenset({w, *(f for f in _forms(s) if stem(f) == s)})
+                self._accept[w] = accept
+                self._anchor[w] = os.path.commonprefix(sorted(accept))
 
     def __call__(self, text: str) -> list[str]:
-        toks = tokens(text)
-        same = toks & self._plain
-        stems = {s for t in toks.intersection(self._forms) for s in self._forms[t]}
-        return [w for w in self.words if ((w in text) if w in self._cjk else (w in same or self._stem[w] in stems))]
+        low: str | None = None
+        toks: set[str] | None = None
+        out = []
+        for w in self.words:
+            if w in self._cjk:
+                hit = w in text
+            elif len(anchor := self._anchor[w]) >= MIN_ANCHOR:
+                low = text.lower() if low is None else low
+                hit = _holds(low, anchor, self._accept[w])
+            else:
+                toks = tokens(text) if toks is None else toks
+                hit = not toks.isdisjoint(self._accept[w])
+            if hit:
+                out.append(w)
+        return out
 
 
 def matched(q: Query, text: str, words: list[str] | None = None) -> list[str]:
