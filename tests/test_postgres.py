@@ -169,6 +169,7 @@ def test_vector_search_in_sql_returns_full_results_for_small_owners(mem, tmp_pat
     assert mem.store.vectors.settle() == []
     search = mem.recall.vectors
     assert isinstance(search, PgVectorSearch)
+    assert search.load("test:64", ["summary"], 64) == 0  # nothing to load ahead: pgvector searches in SQL
     lite = remem.open(tmp_path / "lite", env={"REMEM_DATABASE_URL": f"sqlite:///{tmp_path / 'lite.db'}"})
     lite.store.vectors.put_many(rows)
     exact = VectorIndexes(lite.store.vectors)

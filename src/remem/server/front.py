@@ -81,7 +81,7 @@ class Front:
             log.info("API ready in %.2fs (database %s)", time.monotonic() - t0, mem.config.database_label)
             runner.start()
             st.startup_result = {"recovered": recovered, **startup(runner, background=st.background),
-                                 "onnx": _prepare_onnx(mem)}
+                                 "onnx": _prepare_onnx(mem), "warm": _warm(mem)}
             if st.background:
                 st.scheduler = Scheduler(runner)
                 st.scheduler.start()
@@ -112,6 +112,16 @@ def _prepare_onnx(mem: Any) -> str:
     except Exception as e:  # the embedder then keeps its own runtime
         log.warning("onnxruntime encoder not prepared: %s", e)
         return f"not used: {type(e).__name__}: {e}"
+
+
+def _warm(mem: Any) -> dict[str, Any]:
+    """The first recall's loading done now (``Remem.warm``): the first prompt after a start does not
+    wait for the vector indexes."""
+    try:
+        return dict(mem.warm())
+    except Exception as e:  # the first recall then loads what it needs itself
+        log.warning("warm-up failed: %s", e)
+        return {"error": f"{type(e).__name__}: {e}"}
 
 
 async def _json(send: Send, status: int, body: dict[str, Any]) -> None:

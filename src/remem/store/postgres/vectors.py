@@ -298,6 +298,10 @@ class PgVectorSearch:
             mean = cached[1]
         return None if mean is None else float(sum(a * b for a, b in zip(mean, q, strict=True)))
 
+    def load(self, model_id: str, fields: list[str], dim: int) -> int:
+        """Nothing to load ahead of a search: pgvector searches in the database (0 rows held here)."""
+        return 0
+
     def forget(self) -> None:
         with self._lock:
             self._means.clear()
