@@ -32,6 +32,24 @@ def test_count_tokens(text, lo, hi):
     assert lo <= pk.count_tokens(text) <= hi
 
 
+def test_count_tokens_is_one_per_match_and_one_per_six_letters_after_a_runs_first():
+    """The count made in C (all matches, then the long letter runs) is the rule made match by match."""
+    from remem.bench.recall_speed import make_real_turns
+
+    def by_match(text: str) -> int:
+        n = 0
+        for m in pk._TOKEN_RE.finditer(text):
+            tok = m.group(0)
+            n += 1 + (len(tok) - 1) // 6 if tok.isalpha() and len(tok) > 1 else 1
+        return n + text.count("\n")
+
+    texts = ["", "a" * 6, "a" * 7, "a" * 13, "abcdefg½hijklmn", "Ünïcodeeeeee naïveté 数据库迁移abcdefgh", "x_yyyyyyy_z",
+             "ⅠⅡⅢⅣⅤⅥⅦⅧ roman", "superlongidentifierwithoutbreaks123456789 tail\n\nnext", "İstanbulllll ßßßßßßßß"]
+    texts += [t.request + "\n" + t.reply for chunk in make_real_turns(60, seed=3) for t in chunk]
+    for text in texts:
+        assert pk.count_tokens(text) == by_match(text), text[:60]
+
+
 def test_cjk_counts_at_least_one_token_per_character():
     zh = "我们把数据库从旧的服务器迁移到新的集群" * 20
     assert pk.count_tokens(zh) >= len(zh)

@@ -52,7 +52,7 @@ def _relevant(ranked: Ranked, t: str) -> bool:
 def _items(ctx: RecallContext, scope: Scope, ranked: Ranked, order: list[tuple[str, float]],
            rows: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     if rows is None:
-        rows = ctx.candidates.full_rows(scope, [t for t, _ in order])
+        rows = ranked.full_rows(ctx, scope, [t for t, _ in order])
     out = []
     for t, score in order:
         row = rows.get(t)
@@ -88,7 +88,7 @@ def _packet(ctx: RecallContext, prompt: str, scope: Scope, *, entry: str, projec
         return {**base, "text": "", "items": [], "tokens": 0, "stats": {}, "skipped": "trivial prompt"}
     ranked = rank(ctx, prompt, scope, k=d["k"] * 2, cfg=cfg, now=now)
     order = [(t, s) for t, s in ranked.items if _relevant(ranked, t)]
-    rows = ctx.candidates.full_rows(scope, [t for t, _ in order])  # read once: the word gate, then the items
+    rows = ranked.full_rows(ctx, scope, [t for t, _ in order])  # read once: the word gate, then the items
     if cfg.min_coverage > 0:
         order = gate.covered(ctx, ranked, order, rows, cfg.min_coverage)
     if project:
@@ -186,10 +186,10 @@ def repair(ctx: RecallContext, error: str, scope: Scope, *, tool: str = "", budg
     ranked = rank(ctx, f"{tool} {command} {error}".strip(), scope, k=DEFAULTS["repair"]["k"], cfg=cfg, now=now)
     # the floor: the same error first; other turns only as the packet's gates let them in
     found = [(t, s) for t, s in ranked.items if _relevant(ranked, t)]
-    found = gate.covered(ctx, ranked, found, ctx.candidates.full_rows(scope, [t for t, _ in found]), cfg.min_coverage)
+    found = gate.covered(ctx, ranked, found, ranked.full_rows(ctx, scope, [t for t, _ in found]), cfg.min_coverage)
     order = list(dict.fromkeys([t for t, _ in hits] + [t for t, _ in found]))[: DEFAULTS["repair"]["k"]]
     score = {t: s for t, s in ranked.items}
-    past = ctx.candidates.full_rows(scope, list(dict.fromkeys([t for t, _ in hits][: rp.PAST_TURNS] + order)))
+    past = ranked.full_rows(ctx, scope, list(dict.fromkeys([t for t, _ in hits][: rp.PAST_TURNS] + order)))
     items = _items(ctx, scope, ranked, [(t, score.get(t, 1.0)) for t in order], past)
     _attach_fixes(ctx, scope, items, skip_shown=False)
     rp.fix_steps(ctx, scope, items)

@@ -37,9 +37,18 @@ class Ranked:
     # the query's terms each candidate's whole text holds (the guard read it whole): the packet's word
     # gate reads the same rows and need not tokenise them again
     full_words: dict[str, list[str]] = field(default_factory=dict)
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)   # the whole rows the guard read (in scope)
 
     def stats(self) -> dict[str, Any]:
         return {name: ch.stat() for name, ch in self.channels.items()}
+
+    def full_rows(self, ctx: RecallContext, scope: Scope, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Whole rows of ``ids`` in ``scope``: those the ranking read already, the rest from the store."""
+        got = {t: self.rows[t] for t in ids if t in self.rows}
+        missing = [t for t in ids if t not in got]
+        if missing:
+            got.update(ctx.candidates.full_rows(scope, missing))
+        return got
 
 
 def result_text(row: dict[str, Any], limit: int = 600) -> str:
@@ -241,9 +250,10 @@ def rank(ctx: RecallContext, query: str, scope: Scope, *, k: int = 10, cfg: Reca
         details[t]["boosts"] = f
     order = sorted(final.items(), key=lambda x: (-x[1], x[0]))
     full_words: dict[str, list[str]] = {}
+    rows: dict[str, dict[str, Any]] = {}
     if cfg.guard_ratio or cfg.floor:
         base = _direct_base(final, fused, evidence, details, chans, cfg)
-        order = _direct(ctx, q, scope, cfg, order, base, details, groups, chans, nb_of, meta, k, full_words)
+        order = _direct(ctx, q, scope, cfg, order, base, details, groups, chans, nb_of, meta, k, full_words, rows)
     order = rk.adaptive_threshold(order, cfg.threshold)
     if cfg.mmr_lambda < 1.0 or cfg.session_cap:
         toks = {t: set((meta[t].get("request") or "").lower().split()) for t, _ in order[: k * 3]}
@@ -251,7 +261,7 @@ def rank(ctx: RecallContext, query: str, scope: Scope, *, k: int = 10, cfg: Reca
                        group_of=lambda t: groups.get(t) or t, group_cap=cfg.session_cap)
     for t, s in order:
         details[t]["final"] = round(s, 6)
-    return Ranked(q, chans, order[:k], details, meta, sessions, best_turn, full_words)
+    return Ranked(q, chans, order[:k], details, meta, sessions, best_turn, full_words, rows)
 
 
 def words_text(row: dict[str, Any]) -> str:
@@ -287,10 +297,11 @@ def _direct_base(final: dict[str, float], fused: dict[str, float], evidence: dic
 def _direct(ctx: RecallContext, q: Query, scope: Scope, cfg: RecallConfig, order: list[tuple[str, float]],
             base: dict[str, float], details: dict[str, dict[str, Any]], groups: dict[str, str],
             chans: dict[str, Channel], nb_of: dict[str, list[str]], meta: dict[str, dict[str, Any]],
-            k: int, full_words: dict[str, list[str]] | None = None) -> list[tuple[str, float]]:
+            k: int, full_words: dict[str, list[str]] | None = None,
+            full: dict[str, dict[str, Any]] | None = None) -> list[tuple[str, float]]:
     """The direct-hit guard and the relevance floor (recall/direct.py) over the best candidates and
     the best word hits: each checked one shows its ``words`` (matched, coverage) in its details
-    (``full_words`` gets the matched terms of those whose whole row was read)."""
+    (``full_words`` gets the matched terms of those whose whole row was read, ``full`` those rows)."""
     pos = dict(order)
     ids = [t for t, _ in order[: max(3 * k, 30)]]
     for name in WORD_CHANNELS:
@@ -299,6 +310,8 @@ def _direct(ctx: RecallContext, q: Query, scope: Scope, cfg: RecallConfig, order
             ids += [t for t, _ in ch.hits[:10] if t in pos]
     ids = list(dict.fromkeys(ids))
     rows = ctx.candidates.full_rows(scope, ids)
+    if full is not None:
+        full.update(rows)
     terms = cov.terms(q)
     n, df = ctx.text.doc_freqs(terms)
     weights = cov.weights(terms, n, df)
@@ -335,7 +348,7 @@ def _direct(ctx: RecallContext, q: Query, scope: Scope, cfg: RecallConfig, order
 
 
 def to_results(ctx: RecallContext, scope: Scope, ranked: Ranked, *, explain: bool) -> list[dict[str, Any]]:
-    rows = ctx.candidates.full_rows(scope, [t for t, _ in ranked.items])
+    rows = ranked.full_rows(ctx, scope, [t for t, _ in ranked.items])
     out = []
     for tid, score in ranked.items:
         row = rows.get(tid)
