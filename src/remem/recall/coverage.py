@@ -132,14 +132,12 @@ def _forms(s: str) -> tuple[str, ...]:
 
 
 _RUN = re.compile(r"[^\W_]*")  # a TOKEN run from where it starts (empty when none starts there)
-MIN_ANCHOR = 1  # a word whose forms share no first character ("y": "ies") is looked up in the token set
 
 
-def _holds(low: str, anchor: str, accept: frozenset[str]) -> bool:
-    """Whether the lower-cased ``low`` has a token in ``accept`` (all of which start with ``anchor``):
-    each place ``anchor`` starts a token is read to the token's end and looked up; the search goes
-    on after that token (a token starts nowhere inside another)."""
-    i = low.find(anchor)
+def _holds(low: str, anchor: str, accept: frozenset[str], i: int) -> bool:
+    """Whether the lower-cased ``low`` has a token in ``accept`` (all of which start with ``anchor``),
+    from ``low.find(anchor)`` = ``i`` on: each place ``anchor`` starts a token is read to the token's
+    end and looked up; the search goes on after that token (a token starts nowhere inside another)."""
     while i >= 0:
         j = _RUN.match(low, i).end()  # type: ignore[union-attr]  # the anchor is letters or digits: j > i
         if (i == 0 or not low[i - 1].isalnum()) and low[i:j] in accept:
@@ -154,12 +152,12 @@ class Matcher:
     A word is held when a token of the text is the word or a form of its stem (:func:`_forms`, those
     :func:`stem` takes back to it): the same answer as stemming every token of every text. Those forms
     share their first characters (the stem, or the stem without its "y"), so the lower-cased text is
-    searched for that ``anchor`` (C speed) and only the tokens starting with it are read, instead of
-    splitting the whole text into tokens: ranking checks ~300 candidates a query, 50 of them whole
-    (kilobytes of tool output each), and tokenising those was 12 ms of a 100k-turn turn_start. Even
-    a one-character anchor ("0", "p") is cheaper to search than the text is to split (its first
-    whole-token occurrence ends the search). A word whose forms share no first character uses the
-    text's token set."""
+    searched for that ``anchor`` (C speed) and only the tokens starting with it are read, the first
+    whole one ending the search, instead of splitting the whole text into tokens: ranking checks ~300
+    candidates a query, 50 of them whole (kilobytes of tool output each), and tokenising those was
+    12 ms of a 100k-turn turn_start. The search is the cheaper one on the ranking rows' short texts
+    too, even for a one-character anchor ("0", "p"). A word whose forms share no first character
+    ("y": "ies") is looked up in the text's token set."""
 
     __slots__ = ("words", "_cjk", "_accept", "_anchor")
 
@@ -176,15 +174,15 @@ class Matcher:
                 self._anchor[w] = os.path.commonprefix(sorted(accept))
 
     def __call__(self, text: str) -> list[str]:
-        low: str | None = None
+        low = text.lower()
         toks: set[str] | None = None
         out = []
         for w in self.words:
             if w in self._cjk:
                 hit = w in text
-            elif len(anchor := self._anchor[w]) >= MIN_ANCHOR:
-                low = text.lower() if low is None else low
-                hit = _holds(low, anchor, self._accept[w])
+            elif anchor := self._anchor[w]:
+                i = low.find(anchor)  # most words are in no text: no call for them
+                hit = i >= 0 and _holds(low, anchor, self._accept[w], i)
             else:
                 toks = tokens(text) if toks is None else toks
                 hit = not toks.isdisjoint(self._accept[w])
