@@ -303,3 +303,27 @@ def test_a_rule_clause_of_the_opposite_polarity_is_not_the_same_rule() -> None:
     mems = [m for m in learn([a, b]) if m.kind in ("preference", "convention")]
     assert len(mems) == 2 and not any(m.against for m in mems)
     assert {m.polarity for m in mems} == {1, -1}
+
+
+def test_a_reminder_supports_the_rule_it_repeats_and_makes_none_of_its_own() -> None:
+    """"you forgot to update the changelog" in a later session is the stated rule said again: its
+    second session (the rule's text and words stay the stated ones). Said of nothing stated, or of a
+    prohibition, it makes nothing; "I forgot" and questions are not reminders."""
+    rule = T(3, "please keep the changelog updated after every feature", session="a")
+    said = T(4, "you forgot to update the changelog.", session="b")           # (T's time follows i)
+    zh_rule = T(5, "每次改完代码都要更新文档里的接口说明", session="c")
+    zh_said = T(6, "你又忘了更新文档里的接口说明", session="d")
+    mems = learn([rule, said, zh_rule, zh_said])
+    log = [m for m in mems if "changelog" in m.text and m.kind in ("preference", "convention")]
+    assert len(log) == 1 and {e.session for e in log[0].evidence} == {"a", "b"}
+    assert log[0].text == rule.request and log[0].status == "active"
+    doc = [m for m in mems if "接口说明" in m.text and m.kind in ("preference", "convention")]
+    assert len(doc) == 1 and {e.session for e in doc[0].evidence} == {"c", "d"} and doc[0].text == zh_rule.request
+    for alone in (["you forgot to update the changelog."], ["did you forget to run the migrations?"],
+                  ["I forgot to mention the deploy script changed", "我忘了告诉你部署脚本改了"]):
+        turns = [T(i, x, session=f"x{i}") for i, x in enumerate(alone)]
+        assert [m for m in learn(turns) if m.kind in ("preference", "convention")] == [], alone
+    never = T(1, "never touch the generated migrations folder by hand", session="e")
+    forgot = T(2, "you forgot to touch the generated migrations folder", session="f")
+    kept = [m for m in learn([never, forgot]) if "migrations" in m.text and m.kind in ("preference", "convention")]
+    assert all("f" not in {e.session for e in m.evidence} for m in kept)

@@ -18,6 +18,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 
+from ..recall.coverage import stem
 from .rules import generalize
 from .types import L3_KINDS, Memory, Observation
 from .vocab import jaccard
@@ -73,6 +74,29 @@ def _find(mem_by_key: dict[tuple[str, str, str], Memory], rules: list[Memory], c
     return best
 
 
+REMINDED_SHARE = 2 / 3   # of a reminder's words (by stem) the rule it repeats must hold, and at least two
+
+
+def _reminded(rules: list[Memory], o: Observation) -> Memory | None:
+    """The rule a reminder ("you forgot to update the changelog", ``o``) repeats: a rule of the same
+    project, to be done (not a prohibition, no slot), holding by stem at least two of the reminder's
+    words and REMINDED_SHARE of them ("keep the changelog updated after every feature"); the best
+    share, the newest of equals. Words are the same by stem, or when one stem starts the other
+    ("updat" of "updated", "update")."""
+    mine = {stem(t) for t in o.terms}
+    best, score = None, 0.0
+    for r in rules:
+        if r.project != o.project or _group(r.kind) != "rule" or r.polarity != 1 or r.slot:
+            continue
+        theirs = {stem(t) for t in r.terms}
+        shared = sum(1 for a in mine if a in theirs or len(a) >= 4 and any(
+            len(b) >= 4 and (a.startswith(b) or b.startswith(a)) for b in theirs))
+        share = shared / max(1, len(mine))
+        if shared >= 2 and share >= REMINDED_SHARE and share >= score:
+            best, score = r, share
+    return best
+
+
 def fold(observations: Iterable[Observation]) -> list[Memory]:
     """Merge observations (in time order) into memories: one per identity, every evidence kept."""
     mem_by_key: dict[tuple[str, str, str], Memory] = {}
@@ -80,6 +104,14 @@ def fold(observations: Iterable[Observation]) -> list[Memory]:
     clauses: dict[str, frozenset[str]] = {}  # a rule's clause as a set, made once (it is set once)
     ordered: list[Memory] = []
     for o in observations:
+        if o.data.get("reminder"):
+            # "you forgot to …": support for the rule it repeats (said earlier, to be done), never a
+            # memory of its own, and never its text, kind or words
+            m = _reminded(rules, o)
+            if m is not None and o.evidence.turn_id not in {e.turn_id for e in m.evidence}:
+                m.evidence.append(o.evidence)
+                m.updated_at = o.evidence.ts if o.evidence.ts is not None else m.updated_at
+            continue
         m = _find(mem_by_key, rules, clauses, o)
         if m is None:
             m = Memory(id=memory_id(o.project, _group(o.kind), o.key), kind=o.kind, key=o.key, text=o.text,

@@ -73,6 +73,12 @@ _CORRECTION_EN = re.compile(
     r"i (?:did not|didn'?t|never) (?:ask|want|say)|why did you|you (?:still|again|didn'?t|did not|forgot)|"
     r"stop\b|don'?t do that|undo that|please undo|you should not|you shouldn'?t)", re.I)
 _CORRECTION_ZH = re.compile(r"^(?:不对|不是|错了|你又|不要这样|我不是说|我说的是|不是删除|别这样|撤销)")
+# the user reminding the agent of what it should have done: "you forgot to update the changelog",
+# "you keep forgetting to run the linter", 你又忘了更新changelog. The thing forgotten is a standing
+# rule only if one was stated: a reminder never makes a memory, it supports the rule it repeats
+_REMINDER_EN = re.compile(r"\b(?:you|u)\s+(?:(?:again|still|also)\s+)?(?:forgot|keep forgetting|are forgetting)\s+"
+                          r"(?:to\s+)?(?P<what>[^,;:!?]+)", re.I)
+_REMINDER_ZH = re.compile(r"你(?:又|还是|总是)?(?:忘了|忘记了?)(?:要)?(?P<what>[^，。！？；,!?;]+)")
 _DECISION_EN = re.compile(
     r"\b(let'?s (?:go with|use|keep|stick with|do the|choose)|we(?:'ll| will) (?:go with|use)|"
     r"i(?:'ll| will)? go with|we decided|i(?:'ve)? decided|decided to|the decision is|go with option|"
@@ -253,6 +259,11 @@ def rule_observations(turn: Turn, prev: Turn | None = None, vocab: frozenset[str
             continue
         if len(s) > 20 and len(_UPPER.findall(s)) > 0.6 * max(1, len(_ASCII_ALPHA.findall(s))):
             continue                     # shouting, not a rule
+        rm = _REMINDER_EN.search(s) or _REMINDER_ZH.search(s)
+        if rm and "?" not in s and "？" not in s and len(t := terms(rm.group("what"))) >= 2:
+            out.append(Observation(kind="convention", key="reminder:" + _hash(*sorted(t)), text=s,
+                                   project=turn.project, evidence=_evidence(turn, False), terms=t,
+                                   data={"reminder": True}))
         general = _general(s)
         cue = bool(MEMORY_CUES_EN.search(s) or MEMORY_CUES_ZH.search(s))
         pair = _contrast(s, tools)
