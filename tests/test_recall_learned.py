@@ -225,3 +225,30 @@ def test_the_packets_order_fades_memories_by_the_configured_half_lives(remem_hom
     with remem.open() as m:
         slow = retention_of_test_command(m)
     assert slow > default + 0.1, (default, slow)     # a year-old fact barely faded with a ten-year half-life
+
+
+def test_a_session_start_carries_every_core_fact_and_its_rules_however_many_commands():
+    """Five commands and a package manager are six core facts: the session's start still carries its
+    ≤ 3 must-follow rules (a prompt's packet is cut to ``MAX_ITEMS``; a start has no prompt to share)."""
+    from remem.layers.select import CORE_RULES, MAX_ITEMS
+
+    now = 1_700_000_000.0
+
+    def mem(i, kind, text, slot="", sessions=2):
+        return {"id": f"m{i}", "kind": kind, "text": text, "slot": slot, "status": "active", "confidence": 0.8,
+                "sessions": [f"s{j}" for j in range(sessions)], "updated_at": now, "data": {"last_seen": now}}
+
+    facts = [mem(i, "fact", f"The {s} command is `bun {s}`.", f"cmd.{s}") for i, s in enumerate(("test", "build", "run", "lint"))]
+    facts.append(mem(5, "fact", "The package manager is bun.", "pkg.manager"))
+    facts.append(mem(6, "fact", "The formatter is biome.", "tool.formatter"))
+    rules = [mem(10 + i, "convention", f"rule {i}: update the changelog after change {i}", sessions=2 + i)
+             for i in range(CORE_RULES + 2)]
+    got = pick([*facts, *rules], "", entry="session_start", now=now)
+    assert len(facts) >= MAX_ITEMS
+    assert {m["id"] for m in got} >= {m["id"] for m in facts}
+    kept = [m for m in got if m["kind"] == "convention"]
+    assert len(kept) == CORE_RULES and {m["id"] for m in kept} == {r["id"] for r in rules[-CORE_RULES:]}
+    assert all(m["why"] == "core" for m in got)
+    # a prompt's packet is still cut
+    assert len(pick([*facts, *rules], "go ahead and implement it", entry="turn_start", first_of_session=True,
+                    now=now)) <= MAX_ITEMS

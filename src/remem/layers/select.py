@@ -250,6 +250,10 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
         elif _is_team(cur) and not _is_team(m):
             best[same] = {**m, "score": cur["score"], "why": cur["why"]}
     out = sorted(best.values(), key=lambda m: -m["score"])
+    if entry == "session_start":
+        # nothing but the core (a session's start has no prompt): every core fact and its ≤ CORE_RULES
+        # rules, not cut to a prompt's ``limit`` (five commands and a package manager left no rule)
+        return out
     return out[:limit]
 
 
