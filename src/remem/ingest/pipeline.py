@@ -272,3 +272,36 @@ def _restore(store: WriteStore, tid: str, keep: Mapping[str, Any], now: float) -
         count = 0
     store.turns.restore(tid, created_at=created, updated_at=updated, access_count=min(count, 2**62),
                         last_access=last, archived=bool(keep.get("archived")))
+
+
+def import_record(rec: Any, owner: str | None, default_owner: str) -> tuple[TurnIn, dict[str, Any]]:
+    """One export line as a pipeline write plus the stored fields it keeps. Raises ValueError or
+    TypeError when it is not a turn record."""
+    if not isinstance(rec, dict) or rec.get("type", "turn") != "turn":
+        raise ValueError("not a turn record")
+
+    def text(key: str) -> str:
+        v = rec.get(key)
+        if v is None:
+            return ""
+        if not isinstance(v, str | int | float):
+            raise TypeError(f"{key} is not text")
+        return str(v)
+
+    actions = rec.get("actions") or []
+    tags = rec.get("tags") or []
+    if not isinstance(actions, list) or not isinstance(tags, list):
+        raise TypeError("actions and tags must be lists")
+    importance = float(rec.get("importance", 0.5))
+    if importance != importance:  # NaN
+        raise ValueError("importance is not a number")
+    turn = TurnIn(
+        request=text("request"), reply=text("reply"),
+        actions=[ToolCall.from_dict(a) for a in actions if isinstance(a, dict)],
+        owner=owner or text("owner").strip() or default_owner,
+        agent=text("agent") or "unknown", project=text("project"), session_id=text("session_id"),
+        source_key=text("source_key"), source_name=text("source_name"), status=text("status") or "succeeded",
+        started_at=rec.get("started_at"), ended_at=rec.get("ended_at"), model=text("model"),
+        importance=importance, tags=[str(t) for t in tags if isinstance(t, str | int | float)],
+        summary=text("summary"), kind=text("kind") or "turn")
+    return turn, {k: rec.get(k) for k in PRESERVED}

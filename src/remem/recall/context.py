@@ -92,6 +92,20 @@ class RecallContext:
     def now(self) -> float:
         return self.clock()
 
+    def warm(self) -> dict[str, Any]:
+        """Load the embedder's model and the vector indexes of its fields ahead of the first search
+        (``{"vectors": rows loaded}``, or why nothing was; PostgreSQL holds no vectors in memory)."""
+        if not self.settings.embedding_enabled:
+            return {"vectors": "not loaded: embeddings are off"}
+        emb = self.embedder()
+        if emb is None:
+            return {"vectors": f"not loaded: {self.embedder_error}"}
+        if hasattr(emb, "load"):
+            emb.load()
+        from .gate import VECTOR_FIELDS
+
+        return {"vectors": self.vectors.load(emb.model_id, list(dict.fromkeys(VECTOR_FIELDS.values())), int(emb.dim))}
+
     def shown(self, scope: Scope, ids: list[str], now: float) -> None:
         """Recall showed these turns to an agent (their access counts); never raises."""
         if self._on_shown is None or not ids:
