@@ -317,3 +317,31 @@ def test_using_the_avoided_tool_or_not_following_is_not_followed():
     got = fbk.judge([rule], turn("add the flag"), turn("why did you not follow the rule about src/config.ts?",
                                                          tid="t2"), "corrected")
     assert [(v.effect, v.reason) for v in got] == [("not_followed", "repeated")]
+
+
+def test_a_packet_record_meeting_a_held_lock_is_tried_again_and_never_fails_the_recall(mem, monkeypatch):
+    """Another writer (an embedding batch) holding the lock when a packet is recorded: tried again a
+    moment later; held throughout, the packet is still answered, only not recorded."""
+    from remem import core
+    from remem.store.errors import Locked
+
+    real = mem.store.transaction
+    busy = {"left": 2, "tries": 0}
+
+    def transaction(*a, **kw):
+        if not kw.get("wait", True):
+            busy["tries"] += 1
+            if busy["left"] > 0:
+                busy["left"] -= 1
+                raise Locked("database is locked by another writer")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(mem.store, "transaction", transaction)
+    monkeypatch.setattr(core, "RECORD_RETRY_S", 0.0)
+    got = mem.turn_start("install the date picker dependency", project=PROJECT, session="l1")
+    assert got["packet_id"] and busy["tries"] >= 3          # two refused, then recorded
+    assert mem.store.packets.get(mem.scope(), got["packet_id"])["session_id"] == "l1"
+    busy.update(left=99, tries=0)
+    held = mem.turn_start("add the date picker to the checkout form", project=PROJECT, session="l2")
+    assert held["items"] and held["text"] and "packet_id" not in held
+    assert busy["tries"] >= core.RECORD_TRIES

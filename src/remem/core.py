@@ -17,11 +17,12 @@ from . import config as configmod
 from . import hook_settings, tasks
 from .agents import canonical_agent
 from .ingest.normalize import InputError, check_user_text
-from .ingest.pipeline import PRESERVED, BatchResult, WriteResult, learn_key, persist
+from .ingest.pipeline import BatchResult, WriteResult, import_record, learn_key, persist
 from .model import ToolCall, TurnIn
 from .recall.context import RecallContext, RecallSettings
 from .scope import Scope
 from .store import ENGINE_ERRORS, StoreError, open_store
+from .store.errors import Locked
 from .store.protocols import WriteStore
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 EXPORT_VERSION = 1
 MAX_PENDING_ACCESS = 1000  # recall hits waiting to be counted (oldest dropped past this)
 ONNX_BACKLOG = tasks.ONNX_BACKLOG
+RECORD_TRIES, RECORD_RETRY_S = 4, 0.02  # a packet record meeting another writer's lock: tries, and the pause
 PRUNE_PACKETS_EVERY = 200  # every this many packet records, the old ones are pruned (learn.packets_*)
 SAME_PACKET_SECONDS = 60.0  # the same packet for the same prompt of a session this soon is one record: a
 #                             hook that gave up on a slow daemon builds it again while the daemon records its own
@@ -317,8 +319,9 @@ class Remem:
                   agent: str | None = None) -> dict[str, Any]:
         """Record what the packet contained (``store.packets``: ids and a prompt hash, never text) so
         its outcome can be judged later (issue 18); adds its ``packet_id``. Best effort and cheap: one
-        small insert that gives up at once when another writer holds the lock, and never fails a
-        recall (a packet not recorded is only a packet not judged)."""
+        small insert that never waits on the lock, tried RECORD_TRIES times RECORD_RETRY_S apart while
+        another writer (an embedding batch) holds it, and never fails a recall (a packet not recorded is
+        only a packet not judged)."""
         area = getattr(self.store, "packets", None)
         if area is None or self.readonly:
             return packet
@@ -329,19 +332,25 @@ class Remem:
                             session=session, agent=canonical_agent(agent) if agent else None, now=now)
         if rec is None:
             return packet
-        try:
-            with self.store.transaction(wait=False):
-                same = _same_packet(area, rec, now)
-                if same is not None:
-                    return {**packet, "packet_id": same}
-                pid = area.add(rec)
-                if pid % PRUNE_PACKETS_EVERY == 0:
-                    area.prune(before=now - 86400.0 * float(self.config.get("learn.packets_days")),
-                               keep=int(self.config.get("learn.packets_max")))
-        except ENGINE_ERRORS as e:
-            log.debug("packet not recorded: %s", e)
-            return packet
-        return {**packet, "packet_id": pid}
+        for attempt in range(1, RECORD_TRIES + 1):
+            try:
+                with self.store.transaction(wait=False):
+                    pid = _same_packet(area, rec, now)
+                    if pid is None:
+                        pid = area.add(rec)
+                        if pid % PRUNE_PACKETS_EVERY == 0:
+                            area.prune(before=now - 86400.0 * float(self.config.get("learn.packets_days")),
+                                       keep=int(self.config.get("learn.packets_max")))
+                return {**packet, "packet_id": pid}
+            except Locked as e:
+                if attempt == RECORD_TRIES:
+                    log.debug("packet not recorded: %s", e)
+                    return packet
+                time.sleep(RECORD_RETRY_S)
+            except ENGINE_ERRORS as e:
+                log.debug("packet not recorded: %s", e)
+                return packet
+        return packet
 
     def timeline(self, session_id: str, *, owner: str | builtins.list[str] | None = None,
                  limit: int = 500) -> builtins.list[dict[str, Any]]:
@@ -478,24 +487,10 @@ class Remem:
         return self._embedder_error
 
     def warm(self) -> dict[str, Any]:
-        """Load now what the first recall would otherwise load on an agent's clock: recall's modules,
-        the embedder's model and the vector indexes of its fields (2–3 s at 100k turns; PostgreSQL
-        holds none in memory). Long-lived processes call it (the daemon at start-up, the speed
-        benchmark)."""
-        out: dict[str, Any] = {}
+        """Load now what the first recall would otherwise load on an agent's clock (``RecallContext.warm``:
+        the model and the vector indexes, 2–3 s at 100k turns). The daemon calls it at start-up."""
         self._recall_entries()
-        if not self.config.get("embedding.enabled"):
-            out["vectors"] = "not loaded: embeddings are off"
-        elif (emb := self.embedder()) is None:
-            out["vectors"] = f"not loaded: {self._embedder_error}"
-        else:
-            if hasattr(emb, "load"):
-                emb.load()
-            from .recall.gate import VECTOR_FIELDS
-
-            fields = list(dict.fromkeys(VECTOR_FIELDS.values()))
-            out["vectors"] = self.recall.vectors.load(emb.model_id, fields, int(emb.dim))
-        return out
+        return self.recall.warm()
 
     def reset_embedder(self) -> None:
         """Forget the loaded model; the next use loads what the config names now."""
@@ -582,7 +577,7 @@ class Remem:
             if not line.strip():
                 continue
             try:
-                batch.append(_import_record(json.loads(line), owner, default_owner))
+                batch.append(import_record(json.loads(line), owner, default_owner))
                 records += 1
             except (ValueError, TypeError, RecursionError, OverflowError) as e:
                 counts["invalid"] += 1
@@ -668,39 +663,6 @@ def _same_packet(area: Any, rec: dict[str, Any], now: float) -> int | None:
         if all(p.get(k) == rec[k] for k in ("entry", "agent", "prompt_hash", "turn_ids", "learned_ids", "project")):
             return int(p["id"])
     return None
-
-
-def _import_record(rec: Any, owner: str | None, default_owner: str) -> tuple[TurnIn, dict[str, Any]]:
-    """One export line as a pipeline write plus the stored fields it keeps. Raises ValueError or
-    TypeError when it is not a turn record."""
-    if not isinstance(rec, dict) or rec.get("type", "turn") != "turn":
-        raise ValueError("not a turn record")
-
-    def text(key: str) -> str:
-        v = rec.get(key)
-        if v is None:
-            return ""
-        if not isinstance(v, str | int | float):
-            raise TypeError(f"{key} is not text")
-        return str(v)
-
-    actions = rec.get("actions") or []
-    tags = rec.get("tags") or []
-    if not isinstance(actions, list) or not isinstance(tags, list):
-        raise TypeError("actions and tags must be lists")
-    importance = float(rec.get("importance", 0.5))
-    if importance != importance:  # NaN
-        raise ValueError("importance is not a number")
-    turn = TurnIn(
-        request=text("request"), reply=text("reply"),
-        actions=[ToolCall.from_dict(a) for a in actions if isinstance(a, dict)],
-        owner=owner or text("owner").strip() or default_owner,
-        agent=text("agent") or "unknown", project=text("project"), session_id=text("session_id"),
-        source_key=text("source_key"), source_name=text("source_name"), status=text("status") or "succeeded",
-        started_at=rec.get("started_at"), ended_at=rec.get("ended_at"), model=text("model"),
-        importance=importance, tags=[str(t) for t in tags if isinstance(t, str | int | float)],
-        summary=text("summary"), kind=text("kind") or "turn")
-    return turn, {k: rec.get(k) for k in PRESERVED}
 
 
 def iter_lines(fp: IO[bytes]) -> Iterator[str]:
