@@ -95,7 +95,8 @@ class RecallContext:
     def warm(self) -> dict[str, Any]:
         """Load the embedder's model and the vector indexes of its fields ahead of the first search
         (``{"vectors": rows loaded}``, or why nothing was; PostgreSQL holds no vectors in memory)."""
-        if not self.settings.embedding_enabled:
+        recall_settings = self.settings  # a RecallSettings (built from declared keys), not the settings model
+        if not recall_settings.embedding_enabled:
             return {"vectors": "not loaded: embeddings are off"}
         emb = self.embedder()
         if emb is None:
