@@ -348,13 +348,15 @@ def test_bm25_ranks_first_then_checks_scope_and_equals_the_join(mem, monkeypatch
 
 
 def test_large_store_word_query_keeps_rare_words_within_a_budget(mem, monkeypatch):
-    """Past PRUNE_FROM turns the bm25 expression leaves out what costs most and tells least."""
+    """Past RARE_FROM turns the bm25 expression leaves out what costs most and tells least; past PRUNE_FROM
+    it matches stems exactly and keeps the rarest terms within a postings budget."""
     from remem.recall import channels
     from remem.recall.config import DEFAULT
 
     mem.add_turns([TurnIn(request=f"joined zq{i}" + (" pairword" if i < 2 else ""), owner="default",
-                          agent="codex", source_key=f"w{i}") for i in range(40)])
+                          agent="codex", source_key=f"w{i}") for i in range(100)])
     monkeypatch.setattr(channels, "PRUNE_FROM", 10)
+    monkeypatch.setattr(channels, "RARE_FROM", 10)
 
     from remem.store.sqlite.text import match_expression
 
@@ -364,12 +366,22 @@ def test_large_store_word_query_keeps_rare_words_within_a_budget(mem, monkeypatc
 
     # "joined" is in every turn (over COMMON_DF), "nosuchword" in none: both left out
     assert expr("joined pairword zq5 nosuchword") == ('"pairword" OR "zq5"', False)
-    assert expr("zq5_pairword") == ('"zq5" OR "pairword"', False)       # split into its parts, not a phrase
-    assert expr("joined") == ('"joined"', True)                          # only common words: AND, newest first
+    assert expr("zq5_pairword") == ('"zq5_pairword"', False)             # an identifier: the phrase of its parts
+    assert expr("joined_pairword") == ('"joined_pairword"', False)       # … kept though one part is common
+    assert expr("joined_nosuchword pairword") == ('"pairword"', False)   # … and left out when a part is unseen
+    assert expr("joined") == ('"join"*', True)                           # only common words: AND, newest first
+    monkeypatch.setattr(channels, "PREFIX_MIN", 5)                       # a short stem matches exactly
+    assert expr("joined") == ('"joined"', True)                          # ("join" itself is in no turn)
+    monkeypatch.setattr(channels, "PREFIX_MIN", 4)
     monkeypatch.setattr(channels, "POSTINGS_BUDGET", 2)
     assert expr("pairword zq5") == ('"zq5"', False)                      # the rarest fit the budget
     assert expr("pairword") == ('"pairword"', False)                     # the rarest is always kept
-    monkeypatch.setattr(channels, "PRUNE_FROM", 10 ** 6)
+    monkeypatch.setattr(channels, "PRUNE_FROM", 10 ** 6)                 # a middle-sized store: prefixes of the
+    monkeypatch.setattr(channels, "RARE_FROM", 10)                       # stems, common words left out, no budget
+    assert expr("joined pairword zq5 pairwords") == ('"pairword" OR "zq5" OR "pairword"*', False)  # budget 2 unused
+    assert expr("pairwords zq5_pairword") == ('"pairword"* OR "zq5_pairword"', False)
+    assert expr("joined") == ('"join"*', False)                          # only common words: all kept here
+    monkeypatch.setattr(channels, "RARE_FROM", 10 ** 6)
     assert expr("joined pairword") == ('"join"* OR "pairword"', False)  # a small store keeps every word (stems)
 
 
@@ -382,8 +394,9 @@ def test_large_store_word_query_weighs_chinese_terms_as_it_weighs_words(mem, mon
     from remem.store.sqlite.text import match_expression
 
     mem.add_turns([TurnIn(request=f"部署 第{i}次 zq{i}" + (" 回滚" if i < 2 else "") + (" 迁移脚本" if i == 5 else ""),
-                          owner="default", agent="codex", source_key=f"c{i}") for i in range(40)])
+                          owner="default", agent="codex", source_key=f"c{i}") for i in range(100)])
     monkeypatch.setattr(channels, "PRUNE_FROM", 10)
+    monkeypatch.setattr(channels, "RARE_FROM", 10)
 
     def expr(text):
         tq, common = channels.word_query(query.build(text), DEFAULT, mem.store.text)
@@ -396,6 +409,7 @@ def test_large_store_word_query_weighs_chinese_terms_as_it_weighs_words(mem, mon
     monkeypatch.setattr(channels, "POSTINGS_BUDGET", 2)
     assert expr("迁移脚本 回滚") == ('cjk : "迁移" OR cjk : "脚本"', False)   # the run costs three bigrams' postings
     monkeypatch.setattr(channels, "PRUNE_FROM", 10 ** 6)
+    monkeypatch.setattr(channels, "RARE_FROM", 10 ** 6)
     assert "cjk : \"部署\"" in expr("部署 回滚")[0]                    # a small store keeps every term
 
 

@@ -58,10 +58,12 @@ class Channel:
 
 
 _TOKEN = TOKEN  # what unicode61 keeps as one token: letters and digits
-COMMON_DF = 0.05     # a word in over 5 % of all turns ranks little (IDF < 3) but costs the most
-PRUNE_FROM = 20_000  # below this many turns every word is cheap
+COMMON_DF = 0.02     # a word in over 2 % of all turns ranks little (IDF < 4) but costs the most
+RARE_FROM = 5_000    # from this many turns the bm25 query keeps to terms in at most COMMON_DF of them
+PRUNE_FROM = 20_000  # … from this many, words are matched exactly (not as prefixes), within POSTINGS_BUDGET
 SUBSTRING_FROM = 5_000  # the trigram channel keeps to what bm25 cannot see from here (≈50 ms at 10k turns)
-POSTINGS_BUDGET = 30_000  # … and above it the rarest words are kept while their postings fit this
+PREFIX_MIN = 4       # … except stems this long: rare ones still match as prefixes (few words start so)
+POSTINGS_BUDGET = 30_000  # the rarest terms are kept while their postings fit this (PRUNE_FROM turns on)
 
 
 coverage_terms = terms  # the terms the word gate weighs (recall/coverage.py)
@@ -70,37 +72,60 @@ coverage_terms = terms  # the terms the word gate weighs (recall/coverage.py)
 def word_query(q: Query, cfg: RecallConfig, text: TextIndex | None = None) -> tuple[TextQuery, bool]:
     """(word-index query, made only of common terms) for the bm25 channel: words (or prefixes of their stems) and CJK terms.
 
-    In a large store (PRUNE_FROM turns) the expression is kept cheap, because FTS5 scores every
-    posting of every term: terms found in over COMMON_DF of all turns are left out (when every
-    term is that common, the three rarest must all match, AND, and the second value is True); a word the index splits
-    (``snake_case``, ``pkg.module``) is queried by its rare parts, not as a phrase of all of them;
-    a stem is matched as a word, not as a prefix that may expand to hundreds of terms; and the
-    rarest terms are kept while their postings fit POSTINGS_BUDGET, so the cost stays bounded
-    as the store grows. A CJK term is a phrase of its bigrams: it is as rare as its rarest bigram and
-    costs the postings of all of them (a one-character term, a prefix, is left out).
+    A word the index splits (``snake_case``, ``pkg.module``, ``time_mid``) is a phrase of its parts
+    at every size: "time_mid" names one function, its rare part "mid" hundreds of things (matched
+    by its parts alone, the real-shaped proxy found half as many relevant turns at 100k).
+
+    From RARE_FROM turns the expression keeps to rare terms, because FTS5 scores every posting of
+    every term: terms found in over COMMON_DF of all turns are left out (when every term is that
+    common, all of them are kept below PRUNE_FROM; from it the three rarest must all match, AND, and
+    the second value is True). A phrase is kept while every part is seen, however common: it is at
+    most as common as its rarest part, and usually far rarer. From PRUNE_FROM turns a stem is
+    matched as a word, not as a prefix that may expand to hundreds of terms, and the rarest terms
+    are kept while their postings fit POSTINGS_BUDGET, so the cost stays bounded as the store grows.
+    A CJK term is a phrase of its bigrams: it is as rare as its rarest bigram and costs the postings
+    of all of them (a one-character term, a prefix, is left out).
     """
     words = q.words if cfg.stop_words else list(dict.fromkeys(q.all_words))[:24]
     prefixes = cfg.stem_prefix
     cjk = list(q.cjk_terms) if q.cjk_runs else []
-    if text is not None and cfg.stop_words and (words or cjk) and text.size() >= PRUNE_FROM:
-        words = list(dict.fromkeys(t for w in words for t in (_TOKEN.findall(w) or [w])))
-        if cfg.stem_prefix:
-            words = list(dict.fromkeys(x for w in words for x in (w, stem(w))))
-        grams = {t: list(dict.fromkeys(bigrams(t.text))) for t in cjk if len(t.text) > 1}
-        n, df = text.doc_freqs(list(dict.fromkeys([*words, *(g for gs in grams.values() for g in gs)])))
-        every: list[TextTerm] = [TextTerm(w) for w in words] + list(grams)
-        rarity = {t: (df.get(t.text, 0) if not t.cjk else min(df.get(g, 0) for g in grams[t])) for t in every}
-        cost = {t: (rarity[t] if not t.cjk else sum(df.get(g, 0) for g in grams[t])) for t in every}
-        seen = [t for t in every if rarity[t]]  # exact terms: an unseen word or bigram matches nothing
-        rare = [t for t in seen if rarity[t] <= COMMON_DF * n]
-        if rare or not seen:
-            return TextQuery(tuple(_within_budget(rare, rarity, cost))), False
-        return TextQuery(tuple(sorted(seen, key=lambda t: rarity[t])[:3]), every=True), True
-    parts = []
+    size = text.size() if text is not None and cfg.stop_words and (words or cjk) else 0
+    if size < RARE_FROM:
+        parts = []
+        for w in words:
+            s = stem(w) if prefixes else w
+            parts.append(TextTerm(s, prefix=s != w))
+        return TextQuery(tuple(dict.fromkeys([*parts, *cjk]))), False
+    assert text is not None
+    exact = size >= PRUNE_FROM or not prefixes
+    split = {w: _TOKEN.findall(w) or [w] for w in words}
+    grams = {t: list(dict.fromkeys(bigrams(t.text))) for t in cjk if len(t.text) > 1}
+    looked = [*(x for ts in split.values() for x in ts), *(stem(w) for w in words if prefixes),
+              *(g for gs in grams.values() for g in gs)]
+    n, df = text.doc_freqs(list(dict.fromkeys(looked)))
+    rarity: dict[TextTerm, int] = {}
+    phrases: set[TextTerm] = set()
     for w in words:
-        s = stem(w) if prefixes else w
-        parts.append(TextTerm(s, prefix=s != w))
-    return TextQuery(tuple(dict.fromkeys([*parts, *cjk]))), False
+        if len(split[w]) > 1:
+            t = TextTerm(w)
+            phrases.add(t)
+            rarity[t] = min(df.get(x, 0) for x in split[w])
+        elif exact and (not prefixes or len(stem(w)) < PREFIX_MIN):
+            for x in dict.fromkeys((w, stem(w)) if prefixes else (w,)):
+                rarity[TextTerm(x)] = df.get(x, 0)
+        else:  # a prefix: as rare as the commoner of its word and its stem (it may match neither exactly)
+            s = stem(w)
+            rarity[TextTerm(s, prefix=s != w)] = max(df.get(w, 0), df.get(s, 0))
+    for t, gs in grams.items():
+        rarity[t] = min(df.get(g, 0) for g in gs)
+    cost = {t: (rarity[t] if not t.cjk else sum(df.get(g, 0) for g in grams[t])) for t in rarity}
+    seen = [t for t in rarity if rarity[t] or t.prefix]  # an unseen word, part or bigram matches nothing
+    rare = [t for t in seen if rarity[t] <= COMMON_DF * n or t in phrases]
+    if rare or not seen:
+        return TextQuery(tuple(_within_budget(rare, rarity, cost) if size >= PRUNE_FROM else rare)), False
+    if size < PRUNE_FROM:  # only common words, in a middle-sized store: every one is still affordable
+        return TextQuery(tuple(seen)), False
+    return TextQuery(tuple(sorted(seen, key=lambda t: rarity[t])[:3]), every=True), True
 
 
 def _within_budget(terms: list[TextTerm], rarity: dict[TextTerm, int], cost: dict[TextTerm, int]) -> list[TextTerm]:
