@@ -62,7 +62,7 @@ COMMON_DF = 0.02     # a word in over 2 % of all turns ranks little (IDF < 4) bu
 RARE_FROM = 5_000    # from this many turns the bm25 query keeps to terms in at most COMMON_DF of them
 PRUNE_FROM = 20_000  # … from this many, words are matched exactly (not as prefixes), within POSTINGS_BUDGET
 SUBSTRING_FROM = 5_000  # the trigram channel keeps to what bm25 cannot see from here (≈50 ms at 10k turns)
-PREFIX_MIN = 4       # … except stems this long: rare ones still match as prefixes (few words start so)
+PREFIX_MIN = 5       # … but the stem of a rare word this long stays a prefix (few words start so)
 POSTINGS_BUDGET = 30_000  # the rarest terms are kept while their postings fit this (PRUNE_FROM turns on)
 
 
@@ -97,25 +97,29 @@ def word_query(q: Query, cfg: RecallConfig, text: TextIndex | None = None) -> tu
             parts.append(TextTerm(s, prefix=s != w))
         return TextQuery(tuple(dict.fromkeys([*parts, *cjk]))), False
     assert text is not None
-    exact = size >= PRUNE_FROM or not prefixes
+    exact = size >= PRUNE_FROM
     split = {w: _TOKEN.findall(w) or [w] for w in words}
+    single = {w: ts[0] for w, ts in split.items() if len(ts) == 1}  # as the index holds it ("_parse" → "parse")
     grams = {t: list(dict.fromkeys(bigrams(t.text))) for t in cjk if len(t.text) > 1}
-    looked = [*(x for ts in split.values() for x in ts), *(stem(w) for w in words if prefixes),
+    looked = [*(x for ts in split.values() for x in ts), *(stem(w) for w in single.values() if prefixes),
               *(g for gs in grams.values() for g in gs)]
     n, df = text.doc_freqs(list(dict.fromkeys(looked)))
     rarity: dict[TextTerm, int] = {}
     phrases: set[TextTerm] = set()
     for w in words:
-        if len(split[w]) > 1:
+        if w not in single:
             t = TextTerm(w)
             phrases.add(t)
             rarity[t] = min(df.get(x, 0) for x in split[w])
-        elif exact and (not prefixes or len(stem(w)) < PREFIX_MIN):
-            for x in dict.fromkeys((w, stem(w)) if prefixes else (w,)):
+            continue
+        w = single[w]
+        s = stem(w) if prefixes else w
+        d = max(df.get(w, 0), df.get(s, 0))
+        if s != w and not (exact and (len(s) < PREFIX_MIN or d > COMMON_DF * n)):
+            rarity[TextTerm(s, prefix=True)] = d  # as rare as the commoner of its word and its stem (a guess)
+        else:
+            for x in dict.fromkeys((w, s)):
                 rarity[TextTerm(x)] = df.get(x, 0)
-        else:  # a prefix: as rare as the commoner of its word and its stem (it may match neither exactly)
-            s = stem(w)
-            rarity[TextTerm(s, prefix=s != w)] = max(df.get(w, 0), df.get(s, 0))
     for t, gs in grams.items():
         rarity[t] = min(df.get(g, 0) for g in gs)
     cost = {t: (rarity[t] if not t.cjk else sum(df.get(g, 0) for g in grams[t])) for t in rarity}
