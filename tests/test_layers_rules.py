@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from remem.layers import Action, Turn, learn
+from remem.layers import Action, Turn
 from remem.layers.clean import user_voice
+from remem.layers.learn import learn
 from remem.layers.rules import rule_observations
 
 STACK = "\n".join(f"    at Object.<anonymous> (/home/dev/app/src/mod{i}.ts:{i * 7}:13)" for i in range(40))

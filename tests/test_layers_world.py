@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from remem.ingest.signatures import error_signatures
-from remem.layers import Action, Turn, learn
+from remem.layers import Action, Turn
+from remem.layers.learn import learn
 from remem.layers.lifecycle import confidence, resolve
 from remem.layers.procedures import procedure_observations
 from remem.layers.types import Evidence, Memory

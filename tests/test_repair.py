@@ -325,6 +325,20 @@ def test_counting_a_failure_stays_light(mem):
     assert not mods & {"numpy", "jieba", "fastapi", "click", "pydantic", "yaml"}
 
 
+def test_a_cold_recall_leaves_the_learner_unloaded(mem):
+    """``remem recall`` from a fresh shell reads learned memories and the repair trigger through small
+    modules of ``remem.layers``; the package no longer imports the learner (~0.1 s of regexes) with them."""
+    mem.add_turns([TurnIn(request="the checkout test fails with KeyError after the migration", reply="fixed it",
+                          owner="default", agent="codex", source_key="cold1")])
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "remem", "recall", "KeyError in the checkout test"],
+                       capture_output=True, env={**os.environ, "REMEM_PORT": "9"}, timeout=120)
+    mods = {ln.split("|")[-1].strip() for ln in r.stderr.decode().splitlines() if ln.startswith("import time:")}
+    assert r.returncode == 0, r.stderr.decode()[-800:]
+    assert "checkout test" in r.stdout.decode()                                         # it did recall
+    assert "remem.recall.entry" in mods and "remem.layers.repair" in mods
+    assert "remem.layers.learn" not in mods and "remem.layers.rules" not in mods
+
+
 def test_the_installed_file_entry_delivers_the_packet(home):
     """Agents run ``python …/remem/hook.py`` (bare packages, remem.layers too): the due path loads the
     core and the learned procedures through it all the same."""

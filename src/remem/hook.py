@@ -109,13 +109,6 @@ def _bare_package() -> None:
         mod.__path__ = [pkg]
         mod.__file__ = os.path.join(pkg, "__init__.py")
         sys.modules["remem"] = mod
-        # the same for remem.layers: its __init__ imports the whole learner (~0.1 s of regexes) and a
-        # failed tool call only needs the repair trigger's small modules (layers/repair.py); every
-        # import of it in the hook's path names a submodule (``from ..layers import repair``)
-        sub = types.ModuleType("remem.layers", "remem.layers (bare package for the hook process)")
-        sub.__path__ = [os.path.join(pkg, "layers")]
-        sub.__file__ = os.path.join(pkg, "layers", "__init__.py")
-        sys.modules["remem.layers"] = sub
 
 
 def main(argv: list[str] | None = None) -> int:

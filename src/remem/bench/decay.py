@@ -22,7 +22,8 @@ import sys
 from collections import Counter
 from typing import Any
 
-from ..layers import learn, retention
+from ..layers import retention
+from ..layers.learn import learn
 from .learn import load_labels, matches, read_project
 
 

@@ -32,7 +32,7 @@ import sys
 import time
 from typing import Any
 
-from ..layers import learn
+from ..layers.learn import learn
 from ..layers.types import Memory, Turn
 
 RULE_GROUP = ("preference", "convention", "decision", "correction")
