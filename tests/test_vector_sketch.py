@@ -119,3 +119,47 @@ def test_owner_means_follow_puts_replacements_and_drops():
     both = np.mean(list(live.values()), axis=0)
     assert np.allclose(idx.mean_vector(Scope.of(["a", "b"])), both, atol=1e-5)
     assert idx.mean_vector(Scope.of("stranger")) is None
+
+
+class _Rows:
+    """The few ``VectorRows`` reads ``refresh`` makes, over a list (row id, vector, owner, agent, project)."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def last_delete(self):
+        return 0
+
+    def newest(self, model_id, field):
+        return 1.0 if self.rows else None
+
+    def written_since(self, model_id, field, after, row_kind):
+        return iter(self.rows)
+
+
+def test_first_load_at_once_equals_row_by_row(small_approx, monkeypatch):
+    """An empty index loads every row at once (the cold CLI's and the warm-up's first refresh): the
+    same slots, scopes, owner means, sketch and neighbours as putting the rows one by one, across
+    several blocks; a vector of another size is skipped and a row written twice keeps its last vector."""
+    monkeypatch.setattr(vectors, "BLOCK", 256)
+    x = clustered(700, seed=9)
+    who = lambda i: ("a", "codex", "p1") if i % 4 else ("b", "claude", "p2")  # noqa: E731
+    rows = [(f"r{i}", x[i].tobytes(), *who(i)) for i in range(650)]
+    rows.insert(100, ("odd", np.ones(10, dtype=np.float32).tobytes(), "a", "codex", "p1"))
+    rows.append(("r5", x[690].tobytes(), "a", "codex", "p1"))           # r5 again, newer
+    one = vectors.VectorIndex("m", "f", x.shape[1])
+    for r in rows:
+        one._put(*r)
+    bulk = vectors.VectorIndex("m", "f", x.shape[1])
+    assert bulk.refresh(_Rows(rows)) == 650
+    assert bulk.n == one.n == 650 and bulk.row_ids == one.row_ids and bulk.slot_of == one.slot_of
+    assert np.array_equal(bulk.meta[:650], one.meta[:650]) and bulk.alive[:650].all()
+    assert all(np.array_equal(b[: len(o)], o[: len(b)]) for b, o in zip(bulk.blocks, one.blocks))
+    for s in (Scope.of("a"), Scope.of("b"), Scope.of(["a", "b"]), Scope.of("a", agent="codex", project="p1")):
+        assert np.allclose(bulk.mean_vector(s), one.mean_vector(s), atol=1e-6)
+        for q in x[650:660]:
+            assert [r for r, _ in bulk.search(q, s, 10)] == [r for r, _ in one.search(q, s, 10)]
+            assert exact_top(bulk, q, s, 10, monkeypatch) == exact_top(one, q, s, 10, monkeypatch)
+    bulk._put("r700", x[699].tobytes(), "b", "claude", "p2")               # later writes go row by row
+    one._put("r700", x[699].tobytes(), "b", "claude", "p2")
+    assert [r for r, _ in bulk.search(x[699], Scope.of("b"), 5)] == [r for r, _ in one.search(x[699], Scope.of("b"), 5)]
