@@ -252,3 +252,31 @@ def test_a_session_start_carries_every_core_fact_and_its_rules_however_many_comm
     # a prompt's packet is still cut
     assert len(pick([*facts, *rules], "go ahead and implement it", entry="turn_start", first_of_session=True,
                     now=now)) <= MAX_ITEMS
+
+
+def test_a_session_start_carries_rules_said_once_explicitly_and_those_the_user_wrote():
+    """A rule active from one session ("remember to update the changelog") and one the user wrote in the
+    memory file (no sessions) are in a session's start context, the user's first; a prompt's packet keeps
+    its core slots for rules said in CORE_SUPPORT sessions."""
+    from remem.layers.select import CORE_RULES, CORE_SUPPORT
+
+    now = 1_700_000_000.0
+
+    def mem(i, text, sessions, **data):
+        return {"id": f"m{i}", "kind": "convention", "text": text, "slot": "", "status": "active",
+                "confidence": 0.8, "sessions": [f"s{j}" for j in range(sessions)], "updated_at": now,
+                "data": {"last_seen": now, **data}}
+
+    once = mem(1, "remember to update the changelog after each change", 1)
+    written = {**mem(2, "Never push to main directly.", 0, origin="user"), "sessions": 0, "confidence": 1.0}
+    often = [mem(10 + i, f"rule {i}: run the formatter before a commit", CORE_SUPPORT + i) for i in range(2)]
+    fact = {**mem(20, "The test command is `bun test`.", 2), "kind": "fact", "slot": "cmd.test"}
+    got = pick([once, written, *often, fact], "", entry="session_start", now=now)
+    rules = [m["id"] for m in got if m["kind"] == "convention"]
+    assert len(rules) == CORE_RULES and rules[0] == "m2"                  # the user's rule first
+    assert rules[1:] == ["m11", "m10"]                                    # then by sessions: the once-said waits
+    got = pick([once, written, fact], "", entry="session_start", now=now)
+    assert {m["id"] for m in got} == {"m1", "m2", "m20"} and all(m["why"] == "core" for m in got)
+    first = pick([once, written, *often, fact], "what changed?", entry="turn_start", first_of_session=True, now=now)
+    assert {m["id"] for m in first if m["why"] == "core"} == {"m10", "m11", "m20"}
+    assert pick([once], "", entry="session_start", now=now, new_session=True)[0]["id"] == "m1"

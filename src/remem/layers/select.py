@@ -50,7 +50,8 @@ from ..text.cjk import RUN
 
 WORKING_STATE_DAYS = 7
 MAX_ITEMS = 6            # learned items per packet, before the budget share
-CORE_RULES = 3           # must-follow conventions shown with the core facts
+CORE_RULES = 3           # must-follow conventions shown with the core facts …
+CORE_SUPPORT = 2         # … from rules said in this many sessions (at a session's start: any active rule)
 MIN_WORDS_WEIGHT = 1.3   # two informative words (each weighs ≤ 1) must share the memory
 RULE_KINDS = ("preference", "convention", "correction", "decision")
 REMINDERS = 2            # must-follow rules re-shown on a prompt that asks the agent to act
@@ -133,6 +134,11 @@ def _is_core(m: dict[str, Any]) -> bool:
     return m.get("kind") == "fact" and str(m.get("slot") or "").startswith(("cmd.", "pkg.", "tool."))
 
 
+def _by_user(m: dict[str, Any]) -> bool:
+    """Written by the user (the memory file, ``remem learned add``), not learned from turns."""
+    return (m.get("data") or {}).get("origin") == "user"
+
+
 def _support(m: dict[str, Any]) -> int:
     s = m.get("sessions")
     return len(s) if isinstance(s, list | set | tuple) else int(s or 0)
@@ -179,8 +185,13 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
         for m in rest:
             if _is_core(m):
                 take(m, "core", 2.0 + float(m.get("confidence") or 0))
-        rules = sorted((m for m in rest if m.get("kind") in RULE_KINDS and _support(m) >= 2),
-                       key=lambda m: (-_support(m), -float(m.get("confidence") or 0)))
+        # a session's start has room: any active rule may be among its ≤ CORE_RULES (one said once with
+        # "always" / "remember", or written by the user in the memory file, first), a prompt's packet
+        # keeps the slots for rules said in CORE_SUPPORT sessions
+        start = entry == "session_start"
+        rules = sorted((m for m in rest if m.get("kind") in RULE_KINDS
+                        and (_support(m) >= CORE_SUPPORT or (start and (_support(m) or _by_user(m))))),
+                       key=lambda m: (not _by_user(m), -_support(m), -float(m.get("confidence") or 0)))
         for m in rules[:CORE_RULES]:
             take(m, "core", 1.5 + float(m.get("confidence") or 0))
 
