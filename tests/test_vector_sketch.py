@@ -154,7 +154,7 @@ def test_first_load_at_once_equals_row_by_row(small_approx, monkeypatch):
     assert bulk.refresh(_Rows(rows)) == 650
     assert bulk.n == one.n == 650 and bulk.row_ids == one.row_ids and bulk.slot_of == one.slot_of
     assert np.array_equal(bulk.meta[:650], one.meta[:650]) and bulk.alive[:650].all()
-    assert all(np.array_equal(b[: len(o)], o[: len(b)]) for b, o in zip(bulk.blocks, one.blocks))
+    assert all(np.array_equal(b[: len(o)], o[: len(b)]) for b, o in zip(bulk.blocks, one.blocks, strict=True))
     for s in (Scope.of("a"), Scope.of("b"), Scope.of(["a", "b"]), Scope.of("a", agent="codex", project="p1")):
         assert np.allclose(bulk.mean_vector(s), one.mean_vector(s), atol=1e-6)
         for q in x[650:660]:
