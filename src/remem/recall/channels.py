@@ -80,9 +80,10 @@ def word_query(q: Query, cfg: RecallConfig, text: TextIndex | None = None) -> tu
     every term: terms found in over COMMON_DF of all turns are left out (when every term is that
     common, all of them are kept below PRUNE_FROM; from it the three rarest must all match, AND, and
     the second value is True). A phrase is kept while every part is seen, however common: it is at
-    most as common as its rarest part, and usually far rarer. From PRUNE_FROM turns a stem is
-    matched as a word, not as a prefix that may expand to hundreds of terms, and the rarest terms
-    are kept while their postings fit POSTINGS_BUDGET, so the cost stays bounded as the store grows.
+    most as common as its rarest part, and usually far rarer. From PRUNE_FROM turns the stem of a
+    common word, or one shorter than PREFIX_MIN, is matched as a word, not as a prefix that may expand
+    to hundreds of terms (``test*``: 152), and the rarest terms are kept while their postings fit
+    POSTINGS_BUDGET, so the cost stays bounded as the store grows.
     A CJK term is a phrase of its bigrams: it is as rare as its rarest bigram and costs the postings
     of all of them (a one-character term, a prefix, is left out).
     """
