@@ -97,3 +97,33 @@ def test_a_copy_cut_anywhere_is_refused_with_a_value_error(tmp_path):
     cut.write_bytes(data + b"x")
     with pytest.raises(ValueError):
         segment.FreqCopy(cut)
+
+
+HIDDEN = """
+import json, sys
+from remem.text import segment
+jb = segment._jieba()
+hidden = "pkg_resources" not in sys.modules
+texts = json.loads(sys.stdin.read())
+cut = [list(jb.cut(t, HMM=True)) for t in texts]          # the HMM reads finalseg's tables
+try:
+    import pkg_resources  # noqa: F401
+    after = "imported"
+except ImportError as e:
+    after = "missing" if "No module named" in str(e) else f"blocked: {e}"
+print(json.dumps({"hidden": hidden, "cut": cut, "after": after}))
+"""
+
+
+def test_jieba_is_imported_without_pkg_resources_and_cuts_the_same():
+    """jieba reads its dictionary and HMM tables through pkg_resources when that imports (~0.1 s of a
+    cold Chinese query): remem hides it while jieba is imported, jieba opens the same files itself, and
+    pkg_resources imports as before afterwards."""
+    texts = [*TEXTS, "王小明在北京大学读书", "他来到了网易杭研大厦"]   # names: words only the HMM finds
+    p = subprocess.run([sys.executable, "-c", HIDDEN], input=json.dumps(texts), capture_output=True, text=True,
+                       timeout=120, env=os.environ.copy())
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout)
+    assert got["hidden"]
+    assert got["cut"] == [list(jieba.cut(t, HMM=True)) for t in texts]   # this process's jieba: the usual way
+    assert got["after"] in ("imported", "missing")                       # never left blocked
