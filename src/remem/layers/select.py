@@ -189,8 +189,9 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
         # "always" / "remember", or written by the user in the memory file, first), a prompt's packet
         # keeps the slots for rules said in CORE_SUPPORT sessions
         start = entry == "session_start"
+        least = 1 if start else CORE_SUPPORT
         rules = sorted((m for m in rest if m.get("kind") in RULE_KINDS
-                        and (_support(m) >= CORE_SUPPORT or (start and (_support(m) or _by_user(m))))),
+                        and (_support(m) >= least or start and _by_user(m))),
                        key=lambda m: (not _by_user(m), -_support(m), -float(m.get("confidence") or 0)))
         for m in rules[:CORE_RULES]:
             take(m, "core", 1.5 + float(m.get("confidence") or 0))

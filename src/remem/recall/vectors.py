@@ -175,8 +175,9 @@ class VectorIndex:
             self._sketch_rows(slot, slot + 1)
 
     def _put_all(self, rows: Iterable[tuple[str, bytes, str, str, str]]) -> int:
-        """The first load of an empty index: every row at once (what ``_put`` does row by row, 0.11 →
-        0.05 s for 10,000 vectors: the start of a cold CLI and of the daemon's warm-up)."""
+        """The first load of an empty index: every row at once, as ``_put`` would put them one by one
+        (10,000 vectors with their read: 0.126 → 0.104 s; the start of a cold CLI and of the daemon's
+        warm-up)."""
         size = self.dim * 4
         slots: dict[str, int] = {}
         vecs: list[bytes] = []
@@ -184,14 +185,13 @@ class VectorIndex:
         for row_id, vec, owner, agent, project in rows:
             if len(vec) != size:
                 continue  # a vector of another dimension under the same model id: ignore it
-            at = slots.get(row_id)
-            if at is None:
-                slots[row_id] = len(vecs)
+            codes = (self.owners.code(owner), self.agents.code(agent), self.projects.code(project))
+            at = slots.setdefault(row_id, len(vecs))
+            if at == len(vecs):
                 vecs.append(vec)
-                meta.append((0, 0, 0))
-                at = len(vecs) - 1
-            vecs[at] = vec  # a row written twice: its newest vector, as _put keeps
-            meta[at] = (self.owners.code(owner), self.agents.code(agent), self.projects.code(project))
+                meta.append(codes)
+            else:  # a row written twice: its newest vector, as _put keeps
+                vecs[at], meta[at] = vec, codes
         if not vecs:
             return 0
         arr = np.frombuffer(b"".join(vecs), dtype=np.float32).reshape(len(vecs), self.dim)
