@@ -32,6 +32,18 @@ def test_pasted_material_is_not_the_users_voice() -> None:
                       "To-do's from the plan have already been created. Do not create them again.") == ""
 
 
+def test_a_pasted_code_comment_is_not_the_users_voice() -> None:
+    pasted = ("// Helper method to test null argument exceptions, always pass a message\n"
+              "\tprivate static void AssertNull<T>(Action action, string message = Msg)\n"
+              "/* never call this from tests */\n"
+              "why does the analyzer say 'T' is not used in the method?")
+    assert user_voice(pasted) == "why does the analyzer say 'T' is not used in the method?"
+    assert [o for o in rule_observations(T(1, pasted)) if o.kind != "correction"] == []
+    # a markdown bullet is prose, and a path in a sentence is not a comment
+    assert user_voice("* always run the tests before a commit\nkeep configs under //server/conf please") == \
+        "* always run the tests before a commit\nkeep configs under //server/conf please"
+
+
 def test_pasted_logs_make_no_rules() -> None:
     turns = [T(1, f"please fix this\n{BUILD_LOG}"), T(2, f"still failing\n```\n{STACK}\n```"),
              T(3, VITE), T(4, "For the code present, we get this error:\n```\nnever use var; always use let\n```"),

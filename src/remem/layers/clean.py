@@ -36,6 +36,7 @@ _MACHINE = [
     re.compile(r"\t\S+\t"),                                                       # tab-separated (IDE lists)
     re.compile(r"^\s*[-+]{3,}|^\s*[=~*#-]{5,}\s*$"),                              # rules, diff headers
     re.compile(r"^\s*[{}\[\]();,]+\s*$"),                                         # brace-only lines
+    re.compile(r"^\s*(?://|/\*|\*/)"),                                              # code comments (C, JS, C#, Go …)
     re.compile(r"^\s*(?:import|from|export|const|let|var|function|class|def|public|private|"
                r"using|namespace|return|if|for|while|#include)\b[^" + _CJK_LETTERS + r"]*[;{}()=:]\s*$"),
     re.compile(r"^\s*(?:\d+\s*\|)|^\s*>\s*\d+\s*\|"),                             # code frames "12 | ..."
