@@ -127,3 +127,41 @@ def test_jieba_is_imported_without_pkg_resources_and_cuts_the_same():
     assert got["hidden"]
     assert got["cut"] == [list(jieba.cut(t, HMM=True)) for t in texts]   # this process's jieba: the usual way
     assert got["after"] in ("imported", "missing")                       # never left blocked
+
+
+RACE = """
+import sys, threading
+seen = {}
+
+def other_thread():  # another thread (the daemon's) imports pkg_resources while jieba is imported
+    try:
+        import pkg_resources  # noqa: F401
+        seen["other"] = "imported"
+    except ImportError as e:
+        seen["other"] = "missing" if "No module named" in str(e) else f"blocked: {e}"
+
+class Watch:  # when jieba's own import starts (pkg_resources is hidden by then), the other thread imports
+    def find_spec(self, name, path=None, target=None):
+        if name == "jieba" and "t" not in seen:
+            seen["t"] = threading.Thread(target=other_thread)
+            seen["t"].start()
+            seen["t"].join(60)
+        return None
+
+sys.meta_path.insert(0, Watch())
+from remem.text import segment
+jb = segment._jieba()
+seen["t"].join(60)
+print(jb is not None, seen["other"])
+"""
+
+
+def test_another_threads_import_of_pkg_resources_waits_for_jieba():
+    """pkg_resources is hidden from jieba's import only: another thread importing it meanwhile gets
+    the module (or its absence, where setuptools is missing), never a blocked import."""
+    p = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=120,
+                       env=os.environ.copy())
+    assert p.returncode == 0, p.stderr
+    imported, other = p.stdout.strip().split(" ", 1)
+    assert imported == "True"
+    assert other in ("imported", "missing"), other

@@ -52,14 +52,25 @@ def bigrams(run: str) -> list[str]:
 
 
 @lru_cache(maxsize=1)
+class _HidePkgResources:
+    """A finder that makes ``import pkg_resources`` fail in one thread only (:func:`_jieba`'s)."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pkg_resources" and threading.get_ident() == self.thread:
+            raise ModuleNotFoundError("pkg_resources is hidden while jieba is imported", name=name)
+        return None
+
+
 def _jieba():  # type: ignore[no-untyped-def]
     # jieba reads its files through pkg_resources when it can: importing that costs ~0.1 s, most of a
-    # cold CLI's Chinese query past the dictionary. Hidden while jieba is imported, jieba opens the same
-    # files from its own folder (as it does wherever setuptools is not installed); afterwards
-    # pkg_resources imports as before.
-    hide = "pkg_resources" not in sys.modules
-    if hide:
-        sys.modules["pkg_resources"] = None  # type: ignore[assignment]
+    # cold CLI's Chinese query past the dictionary. Hidden from this thread while jieba is imported,
+    # jieba opens the same files from its own folder (as it does wherever setuptools is not installed).
+    # Other threads import pkg_resources as ever, meanwhile and afterwards.
+    hide = _HidePkgResources()
+    sys.meta_path.insert(0, hide)
     try:
         import jieba
 
@@ -68,8 +79,7 @@ def _jieba():  # type: ignore[no-untyped-def]
     except Exception:  # pragma: no cover - jieba is a dependency, but never fail a write on it
         return None
     finally:
-        if hide and sys.modules.get("pkg_resources", 0) is None:
-            del sys.modules["pkg_resources"]
+        sys.meta_path.remove(hide)
 
 
 log = logging.getLogger("remem.text")
