@@ -41,21 +41,15 @@ from ..layers import feedback as fbk
 from ..layers.learn import learn
 from ..layers.select import RECENT_TURNS, pick, recent_context
 from ..layers.types import Memory, Turn
-from .learn import matches, read_project
+from .learn import load_labels, matches, read_project
 
 KINDS = ("need_point", "later_task", "negative", "negative_prompt_matched")
 
 
-def _labels(labels_dir: str, project: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    items: list[dict[str, Any]] = []
-    probes: list[dict[str, Any]] = []
-    for path in (os.path.join(labels_dir, f"{project}.json"), os.path.join(labels_dir, "probes", f"{project}.json")):
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                lab = json.load(f)
-            items += lab.get("items", [])
-            probes += lab.get("probes", [])
-    return items, probes
+def labels(labels_dir: str, project: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(items, probes) of a project's labels (``learn.load_labels``: either file may be missing)."""
+    lab = load_labels(labels_dir, project) or {}
+    return list(lab.get("items", [])), list(lab.get("probes", []))
 
 
 def _position(turns: list[Turn], session: str, k: int) -> int | None:
@@ -146,7 +140,7 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
                            "negative_prompt_matched": [0, 0], "items": 0, "stale": [0, 0],
                            "probes": 0, "bad_prompt": 0, "learn_s": 0.0, "negative_why": {}, "feedback": {}}
     for p in names:
-        items, probes = _labels(labels_dir, p)
+        items, probes = labels(labels_dir, p)
         if not probes:
             continue
         by_iid = {i["iid"]: i for i in items}

@@ -22,8 +22,8 @@ import sys
 from typing import Any
 
 from ..layers.learn import learn
-from .learn import matches, read_project
-from .learn_packets import TUNE, _labels
+from .learn import load_labels, matches, read_project
+from .learn_packets import TUNE
 
 RULES = ("preference", "convention", "decision")
 THRESHOLDS = (0.80, 0.84, 0.86, 0.88, 0.90, 0.92, 0.94)
@@ -39,7 +39,7 @@ def run(data: str, labels: str, projects: list[str], model: str) -> dict[str, An
     other: list[float] = []
     rules = 0
     for p in projects:
-        items, _ = _labels(labels, p)
+        items = (load_labels(labels, p) or {}).get("items", [])
         mems = [m for m in learn(read_project(os.path.join(data, "raw", p), p)) if m.kind in RULES]
         rules += len(mems)
         if len(mems) < 2:
