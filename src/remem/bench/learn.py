@@ -17,8 +17,9 @@ history at run time, checked against the hash (mismatches are reported, and such
 Precision and recall are reported overall, per kind, for the projects labelled blind
 (``BLIND``) and the rest, and for the tuning / pseudo-held-out split (``TUNE`` / ``HELDOUT``).
 
-Not measured here (they need the store wiring of the next wave): need-point coverage, false
-injection, packets, supersession in packets, database growth. The probes are loaded and counted.
+Not measured here: need-point coverage, false injection and stale injections (``learn_packets``),
+packet size, database growth and learn speed through a real home (``learn_store``); ``remem bench
+learn`` runs all three. The probes are loaded and counted.
 
     python -m remem.bench.learn --data ../shared/bench/derive-dev [--labels bench/learn-labels] [--json]
 """
@@ -232,8 +233,38 @@ def run(data: str, labels_dir: str | None, projects: list[str] | None = None) ->
                         "turns": total_turns, "learn_seconds": round(total_time, 3),
                         "turns_per_second": round(total_turns / total_time, 1) if total_time else None,
                         "seconds_per_1000_turns": round(1000 * total_time / total_turns, 3) if total_turns else None},
-            "not_measured": "need-point coverage and false injection: python -m remem.bench.learn_packets; "
-                            "stale injections, packet size and database growth are not measured yet"}
+            "not_measured": "need points, false injection and stale injections: remem.bench.learn_packets; "
+                            "packet size, database growth and learn speed through a home: remem.bench.learn_store "
+                            "(all three: remem bench learn)"}
+
+
+def render(rep: dict[str, Any]) -> str:
+    lines: list[str] = []
+    for p, r in rep["projects"].items():
+        line = f"{p:15s} turns {r['turns']:4d}  active {r['active']:3d}  cand {r['candidates']:3d}"
+        if "active_pr" in r:
+            ap_ = r["active_pr"]
+            line += f"  P {ap_['precision']}  R {ap_['recall']}  (cand R {r['candidate_pr']['recall']})"
+        if "world" in r:
+            line += f"  world {'ok' if r['world']['ok'] else 'WRONG'}"
+        lines.append(line)
+    o = rep["overall"]
+    lines.append(f"overall active P {o['active']['precision']} ({o['active']['correct']}/{o['active']['memories']})  "
+          f"R {o['active']['recall']} ({o['active']['found']}/{o['active']['items']});  candidates P "
+          f"{o['candidates']['precision']} R {o['candidates']['recall']};  world {o['world_model_projects_right']};  "
+          f"{o['turns_per_second']} turns/s")
+    for g, v in o["groups"].items():
+        a, c = v["active"], v["candidates"]
+        lines.append(f"  {g:8s} active P {a['precision']} ({a['correct']}/{a['memories']})  R {a['recall']} "
+              f"({a['found']}/{a['items']});  candidates R {c['recall']}")
+    lines.append("  recall by kind: " + ", ".join(f"{k} {v['recall']} ({v['items']})" for k, v in o["per_kind"].items()
+                                          if not k.startswith("_")))
+    lines.append("  precision by kind: " + ", ".join(f"{k} {v['precision']} ({v['memories']})"
+                                             for k, v in o["per_kind"]["_precision"].items()))
+    lines.append(f"  probes usable {o['probes']}, problems {len(o['probe_problems'])}"
+          + ("".join(f"\n    {x}" for x in o["probe_problems"][:20])))
+    lines.append("not measured here: " + rep["not_measured"])
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -253,30 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.json:
         print(json.dumps(rep, indent=1, ensure_ascii=False))
         return 0
-    for p, r in rep["projects"].items():
-        line = f"{p:15s} turns {r['turns']:4d}  active {r['active']:3d}  cand {r['candidates']:3d}"
-        if "active_pr" in r:
-            ap_ = r["active_pr"]
-            line += f"  P {ap_['precision']}  R {ap_['recall']}  (cand R {r['candidate_pr']['recall']})"
-        if "world" in r:
-            line += f"  world {'ok' if r['world']['ok'] else 'WRONG'}"
-        print(line)
-    o = rep["overall"]
-    print(f"overall active P {o['active']['precision']} ({o['active']['correct']}/{o['active']['memories']})  "
-          f"R {o['active']['recall']} ({o['active']['found']}/{o['active']['items']});  candidates P "
-          f"{o['candidates']['precision']} R {o['candidates']['recall']};  world {o['world_model_projects_right']};  "
-          f"{o['turns_per_second']} turns/s")
-    for g, v in o["groups"].items():
-        a, c = v["active"], v["candidates"]
-        print(f"  {g:8s} active P {a['precision']} ({a['correct']}/{a['memories']})  R {a['recall']} "
-              f"({a['found']}/{a['items']});  candidates R {c['recall']}")
-    print("  recall by kind: " + ", ".join(f"{k} {v['recall']} ({v['items']})" for k, v in o["per_kind"].items()
-                                          if not k.startswith("_")))
-    print("  precision by kind: " + ", ".join(f"{k} {v['precision']} ({v['memories']})"
-                                             for k, v in o["per_kind"]["_precision"].items()))
-    print(f"  probes usable {o['probes']}, problems {len(o['probe_problems'])}"
-          + ("".join(f"\n    {x}" for x in o["probe_problems"][:20])))
-    print("not measured:", rep["not_measured"])
+    print(render(rep))
     return 0
 
 

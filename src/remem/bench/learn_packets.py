@@ -257,6 +257,27 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
                        for g in ("tune", "heldout") if g in tot}}
 
 
+def report(data: str, labels_dir: str, projects: list[str] | None = None, *, core_at: str = "prompt",
+           feedback: bool = True) -> dict[str, Any]:
+    """:func:`run`; with ``feedback``, also the same probes without it (``without_feedback``), on the same learns."""
+    caches: dict[str, dict[int, list[Memory]]] = {}
+    rep = run(data, labels_dir, projects, core_at=core_at, feedback=feedback, caches=caches)
+    if feedback:
+        base = run(data, labels_dir, projects, core_at=core_at, feedback=False, caches=caches)
+        rep["without_feedback"] = {"overall": base["overall"], "groups": base["groups"]}
+    return rep
+
+
+def render(rep: dict[str, Any]) -> str:
+    lines = [f"{p:15s} need {r['need_point']:>6s}  later {r['later_task']:>6s}  negative-injected "
+             f"{r['negative']:>6s}  items {r['items']}" for p, r in rep["projects"].items()]
+    lines.append("overall " + json.dumps(rep["overall"]))
+    if "without_feedback" in rep:
+        lines.append("without feedback " + json.dumps(rep["without_feedback"]["overall"]))
+    lines += [f"{g} " + json.dumps({k: v for k, v in r.items() if k != "counts"}) for g, r in rep["groups"].items()]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -277,22 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.isdir(a.labels):
         print(f"no label folder {a.labels}", file=sys.stderr)
         return 2
-    caches: dict[str, dict[int, list[Memory]]] = {}
-    rep = run(a.data, a.labels, a.project, core_at=a.core_at, feedback=not a.no_feedback, caches=caches)
-    if not a.no_feedback:     # the same probes without feedback, on the same learns
-        base = run(a.data, a.labels, a.project, core_at=a.core_at, feedback=False, caches=caches)
-        rep["without_feedback"] = {"overall": base["overall"], "groups": base["groups"]}
-    if a.json:
-        print(json.dumps(rep, indent=1))
-        return 0
-    for p, r in rep["projects"].items():
-        print(f"{p:15s} need {r['need_point']:>6s}  later {r['later_task']:>6s}  negative-injected "
-              f"{r['negative']:>6s}  items {r['items']}")
-    print("overall", json.dumps(rep["overall"]))
-    if "without_feedback" in rep:
-        print("without feedback", json.dumps(rep["without_feedback"]["overall"]))
-    for g, r in rep["groups"].items():
-        print(g, json.dumps({k: v for k, v in r.items() if k != "counts"}))
+    rep = report(a.data, a.labels, a.project, core_at=a.core_at, feedback=not a.no_feedback)
+    print(json.dumps(rep, indent=1) if a.json else render(rep))
     return 0
 
 

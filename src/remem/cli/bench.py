@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 from types import ModuleType
 from typing import Any
 
@@ -23,7 +24,7 @@ def _out(res: dict[str, Any], as_json: bool, render: Any) -> None:
 
 @click.group()
 def bench() -> None:
-    """Measure recall quality and speed (LoCoMo, LongMemEval, synthetic stores)."""
+    """Measure recall quality and speed (LoCoMo, LongMemEval, synthetic stores) and learning (derive-dev)."""
 
 
 @bench.command()
@@ -80,6 +81,46 @@ def speed(sizes: str, queries: int, model: str | None, as_json: bool, keep: str 
     res = h.run([int(s) for s in sizes.split(",") if s.strip()], queries=queries, model=model,
                 progress=None if as_json else (lambda m: click.echo(m, err=True)), keep=keep, real=real)
     _out(res, as_json, h.render)
+
+
+@bench.command()
+@click.option("--data", required=True, type=click.Path(exists=True, file_okay=False),
+              help="The derive-dev folder (SpecStory histories in raw/<project>/).")
+@click.option("--labels", default=None, type=click.Path(exists=True, file_okay=False),
+              help="Label folder, one <project>.json each (default: bench/learn-labels when present).")
+@click.option("--project", "projects", multiple=True, help="Only this project (repeatable).")
+@click.option("--core-at", type=click.Choice(["prompt", "session_start"]), default="prompt", show_default=True,
+              help="Where the core facts go: with a session's first prompt, or in its SessionStart context.")
+@click.option("--packets/--no-packets", default=True, show_default=True,
+              help="Need points, false and stale injections, with the history replayed in time order.")
+@click.option("--store/--no-store", default=True, show_default=True,
+              help="Packet size, database growth and learn speed in a real home per project.")
+@click.option("--model", default=None, help="With --store: embed with this model (default: embeddings off).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def learn(data: str, labels: str | None, projects: tuple[str, ...], core_at: str, packets: bool, store: bool,
+          model: str | None, as_json: bool) -> None:
+    """What remem learns from real agent histories: extraction precision and recall, the world model,
+    need-point coverage and false injection, packet size and database growth (docs/learning.md)."""
+    if not os.path.isdir(os.path.join(data, "raw")):
+        raise click.BadParameter(f"no raw/ folder under {data} (give the derive-dev folder)", param_hint="--data")
+    if labels is None and os.path.isdir(os.path.join("bench", "learn-labels")):
+        labels = os.path.join("bench", "learn-labels")
+    only = list(projects) or None
+    say = None if as_json else (lambda m: click.echo(m, err=True))
+    res: dict[str, Any] = {"extraction": harness("learn").run(data, labels, only)}
+    if packets:
+        if labels is None:
+            res["packets"] = {"skipped": "no labels: give --labels (their probes are the prompts)"}
+        else:
+            res["packets"] = harness("learn_packets").report(data, labels, only, core_at=core_at)
+    if store:
+        res["store"] = harness("learn_store").run(data, labels, only, model=model, say=say)
+    parts = [("extraction", harness("learn").render), ("packets", harness("learn_packets").render),
+             ("store", harness("learn_store").render)]
+    _out(res, as_json, lambda r: "\n\n".join(
+        f"== {name}\n" + (r[name]["skipped"] if "skipped" in r[name] else show(r[name]))
+        for name, show in parts if name in r))
 
 
 COMMANDS = [bench]
