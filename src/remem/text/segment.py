@@ -51,7 +51,6 @@ def bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
-@lru_cache(maxsize=1)
 class _HidePkgResources:
     """A finder that makes ``import pkg_resources`` fail in one thread only (:func:`_jieba`'s)."""
 
@@ -64,6 +63,7 @@ class _HidePkgResources:
         return None
 
 
+@lru_cache(maxsize=1)
 def _jieba():  # type: ignore[no-untyped-def]
     # jieba reads its files through pkg_resources when it can: importing that costs ~0.1 s, most of a
     # cold CLI's Chinese query past the dictionary. Hidden from this thread while jieba is imported,
