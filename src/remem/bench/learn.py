@@ -250,19 +250,19 @@ def render(rep: dict[str, Any]) -> str:
         lines.append(line)
     o = rep["overall"]
     lines.append(f"overall active P {o['active']['precision']} ({o['active']['correct']}/{o['active']['memories']})  "
-          f"R {o['active']['recall']} ({o['active']['found']}/{o['active']['items']});  candidates P "
-          f"{o['candidates']['precision']} R {o['candidates']['recall']};  world {o['world_model_projects_right']};  "
-          f"{o['turns_per_second']} turns/s")
+                 f"R {o['active']['recall']} ({o['active']['found']}/{o['active']['items']});  candidates P "
+                 f"{o['candidates']['precision']} R {o['candidates']['recall']};  world {o['world_model_projects_right']};  "
+                 f"{o['turns_per_second']} turns/s")
     for g, v in o["groups"].items():
         a, c = v["active"], v["candidates"]
         lines.append(f"  {g:8s} active P {a['precision']} ({a['correct']}/{a['memories']})  R {a['recall']} "
-              f"({a['found']}/{a['items']});  candidates R {c['recall']}")
+                     f"({a['found']}/{a['items']});  candidates R {c['recall']}")
     lines.append("  recall by kind: " + ", ".join(f"{k} {v['recall']} ({v['items']})" for k, v in o["per_kind"].items()
-                                          if not k.startswith("_")))
+                                                 if not k.startswith("_")))
     lines.append("  precision by kind: " + ", ".join(f"{k} {v['precision']} ({v['memories']})"
-                                             for k, v in o["per_kind"]["_precision"].items()))
+                                                    for k, v in o["per_kind"]["_precision"].items()))
     lines.append(f"  probes usable {o['probes']}, problems {len(o['probe_problems'])}"
-          + ("".join(f"\n    {x}" for x in o["probe_problems"][:20])))
+                 + ("".join(f"\n    {x}" for x in o["probe_problems"][:20])))
     lines.append("not measured here: " + rep["not_measured"])
     return "\n".join(lines)
 

@@ -41,15 +41,23 @@ def _mean(xs: list[float]) -> float | None:
     return round(statistics.fmean(xs), 1) if xs else None
 
 
-def _packets(mem: Any, prompts: list[str], project: str) -> list[dict[str, Any]]:
+def _packets(mem: Any, prompts: list[str], project: str) -> list[tuple[int, int]]:
+    """(tokens, learned memories) of each prompt's ``turn_start`` packet."""
     out = []
     for p in prompts:
         got = mem.turn_start(p, project=project)
-        items = got.get("items") or []
-        out.append({"tokens": int(got.get("tokens") or 0),
-                    "learned": sum(1 for i in items if i.get("layer") in ("L2", "L3")),
-                    "turns": sum(1 for i in items if i.get("layer") == "L1")})
+        learned = sum(1 for i in got.get("items") or [] if i.get("layer") in ("L2", "L3"))
+        out.append((int(got.get("tokens") or 0), learned))
     return out
+
+
+def _summary(before: list[tuple[int, int]], after: list[tuple[int, int]]) -> dict[str, Any]:
+    """Packet size before → after learning, and how many packets hold a learned memory."""
+    b, a = [float(t) for t, _ in before], [float(t) for t, _ in after]
+    return {"prompts": len(after), "packet_tokens_before": _mean(b), "packet_tokens_after": _mean(a),
+            "packet_tokens_ratio": round(statistics.fmean(a) / statistics.fmean(b), 3) if a and b and any(b) else None,
+            "packet_learned_items": _mean([float(n) for _, n in after]),
+            "packets_with_learned": round(sum(n > 0 for _, n in after) / len(after), 3) if after else None}
 
 
 def _size(home: str, env: dict[str, str]) -> int:
@@ -62,8 +70,10 @@ def _size(home: str, env: dict[str, str]) -> int:
         mem.close()
 
 
-def measure(raw_dir: str, project: str, labels: dict[str, Any] | None, *, model: str | None = None) -> dict[str, Any]:
-    """One project's import, packets before and after learning, and the database growth."""
+def measure(raw_dir: str, project: str, labels: dict[str, Any] | None, *,
+            model: str | None = None) -> tuple[dict[str, Any], list[tuple[int, int]], list[tuple[int, int]]]:
+    """One project's import, learn and database growth (its row), and its packets before and after
+    learning (``_packets``)."""
     from remem.core import Remem
     from remem.sources.custom import add_project_folders
 
@@ -107,21 +117,16 @@ def measure(raw_dir: str, project: str, labels: dict[str, Any] | None, *, model:
         after_bytes = _size(home, env)
     growth = after_bytes - before_bytes
     active = sum(1 for m in learned if m.get("status") == "active")
-    return {
+    row = {
         "turns": turns, "import_s": round(import_s, 2), "learn_s": round(learn_s, 2),
         "learn_turns_per_s": round(turns / learn_s) if learn_s > 0 else None,
         "learned": len(learned), "active": active,
         "db_bytes_before": before_bytes, "db_bytes_after": after_bytes, "db_growth_bytes": growth,
         "db_growth_share": round(growth / before_bytes, 4) if before_bytes else None,
         "db_growth_bytes_per_1000_turns": round(growth * 1000 / turns) if turns else None,
-        "prompts": len(prompts),
-        "packet_tokens_before": _mean([p["tokens"] for p in before]),
-        "packet_tokens_after": _mean([p["tokens"] for p in after]),
-        "packet_learned_items": _mean([p["learned"] for p in after]),
-        "packets_with_learned": round(sum(p["learned"] > 0 for p in after) / len(after), 3) if after else None,
-        "session_start_tokens": int(start.get("tokens") or 0),
-        "_tokens": ([p["tokens"] for p in before], [p["tokens"] for p in after]),
+        **_summary(before, after), "session_start_tokens": int(start.get("tokens") or 0),
     }
+    return row, before, after
 
 
 def run(data: str, labels_dir: str | None, projects: list[str] | None = None, *, model: str | None = None,
@@ -130,11 +135,10 @@ def run(data: str, labels_dir: str | None, projects: list[str] | None = None, *,
     raw = os.path.join(data, "raw")
     names = projects or sorted(d for d in os.listdir(raw) if os.path.isdir(os.path.join(raw, d)))
     per: dict[str, Any] = {}
-    before: list[int] = []
-    after: list[int] = []
+    before: list[tuple[int, int]] = []
+    after: list[tuple[int, int]] = []
     for p in names:
-        row = measure(os.path.join(raw, p), p, load_labels(labels_dir, p) if labels_dir else None, model=model)
-        b, a = row.pop("_tokens")
+        row, b, a = measure(os.path.join(raw, p), p, load_labels(labels_dir, p) if labels_dir else None, model=model)
         before += b
         after += a
         per[p] = row
@@ -143,18 +147,13 @@ def run(data: str, labels_dir: str | None, projects: list[str] | None = None, *,
     turns = sum(r["turns"] for r in per.values())
     learn_s = sum(r["learn_s"] for r in per.values())
     growth = sum(r["db_growth_bytes"] for r in per.values())
+    start = sum(r["db_bytes_before"] for r in per.values())
     overall = {
-        "projects": len(per), "turns": turns, "prompts": len(after), "model": model or "none (lexical recall)",
-        "packet_tokens_before": _mean([float(x) for x in before]),
-        "packet_tokens_after": _mean([float(x) for x in after]),
-        "packet_tokens_ratio": round(statistics.fmean(after) / statistics.fmean(before), 3)
-        if before and after and statistics.fmean(before) else None,
-        "packets_with_learned": round(sum(r["packets_with_learned"] * r["prompts"] for r in per.values()
-                                          if r["packets_with_learned"] is not None) / len(after), 3) if after else None,
+        "projects": len(per), "turns": turns, "model": model or "none (lexical recall)", **_summary(before, after),
         "session_start_tokens": _mean([float(r["session_start_tokens"]) for r in per.values()]),
         "learn_turns_per_s": round(turns / learn_s) if learn_s > 0 else None,
         "db_growth_bytes_per_1000_turns": round(growth * 1000 / turns) if turns else None,
-        "db_growth_share": round(growth / sum(r["db_bytes_before"] for r in per.values()), 4) if per else None,
+        "db_growth_share": round(growth / start, 4) if start else None,
     }
     return {"projects": per, "overall": overall}
 
