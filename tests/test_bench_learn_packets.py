@@ -8,28 +8,15 @@ import json
 from pathlib import Path
 
 from remem.bench.learn_packets import run
-
-PASS = "\n".join(f"✓ cart › adds item {i} [0.{i:02d}ms]" for i in range(30)) + "\n\n 30 pass\n 0 fail\n"
-
-
-def _turn(request: str, reply: str, command: str = "") -> str:
-    out = f"_**User**_\n\n{request}\n\n---\n\n_**Assistant**_\n\n{reply}\n\n"
-    if command:
-        out += f"---\n\n```bash\n{command}\n```\n\n```\n{PASS}\n```\n\n"
-    return out + "---\n\n"
+from specstory_data import turn, two_sessions
 
 
 def _home(tmp_path: Path, project: str) -> tuple[str, str]:
     raw = tmp_path / "data" / "raw" / project
-    raw.mkdir(parents=True)
-    for day, name, task in ((1, "cart-totals", "fix the cart total rounding"),
-                            (2, "coupon-rules", "make expired coupons fail validation")):
-        (raw / f"2025-04-0{day}_10-00-{name}.md").write_text(
-            "# session\n\n" + _turn(f"please {task}", f"Done: {task}; tests pass.", "bun test")
-            + _turn(f"now add a test for {name}", f"Added a {name} test.", f"bun test src/{name}"), encoding="utf-8")
+    two_sessions(raw)
     (raw / "2025-04-05_10-00-question.md").write_text(
-        "# session\n\n" + _turn("这个函数是做什么的？它返回什么？", "它计算购物车的总价。")
-        + _turn("it still hangs for a long time after the change", "Looking."), encoding="utf-8")
+        "# session\n\n" + turn("这个函数是做什么的？它返回什么？", "它计算购物车的总价。")
+        + turn("it still hangs for a long time after the change", "Looking."), encoding="utf-8")
     labels = tmp_path / "labels"
     labels.mkdir()
     q = "2025-04-05_10-00-question.md"
@@ -58,7 +45,7 @@ def test_core_facts_placement_moves_false_injection_and_coverage(tmp_path):
     assert at_start["groups"]["heldout"]["counts"]["need_point"] == [1, 1] and "tune" not in at_start["groups"]
 
 
-def test_a_stale_injection_says_the_replaced_item_not_merely_cites_its_turn():
+def test_a_stale_injection_says_the_replaced_item_not_merely_cites_itsturn():
     """A memory is a stale injection when it says what a replaced label item says (its kind, evidence and
     a keyword) and not what replaced it; a fact that only cites the same turn is not, nor one that says
     the replacement too."""

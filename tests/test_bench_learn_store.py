@@ -10,30 +10,18 @@ from click.testing import CliRunner
 
 from remem.bench import learn_store
 from remem.cli import cli
+from specstory_data import turn, two_sessions
 
-PASS = "\n".join(f"✓ cart › adds item {i} [0.{i:02d}ms]" for i in range(30)) + "\n\n 30 pass\n 0 fail\n"
 PROJECT = "shopcart"
-
-
-def _turn(request: str, reply: str, command: str = "") -> str:
-    out = f"_**User**_\n\n{request}\n\n---\n\n_**Assistant**_\n\n{reply}\n\n"
-    if command:
-        out += f"---\n\n```bash\n{command}\n```\n\n```\n{PASS}\n```\n\n"
-    return out + "---\n\n"
 
 
 def _data(tmp_path: Path) -> tuple[str, str]:
     raw = tmp_path / "data" / "raw" / PROJECT
-    raw.mkdir(parents=True)
-    for day, name, task in ((1, "cart-totals", "fix the cart total rounding"),
-                            (2, "coupon-rules", "make expired coupons fail validation")):
-        (raw / f"2025-04-0{day}_10-00-{name}.md").write_text(
-            "# session\n\n" + _turn(f"please {task}", f"Done: {task}; tests pass.", "bun test")
-            + _turn(f"now add a test for {name}", f"Added a {name} test.", f"bun test src/{name}"), encoding="utf-8")
+    two_sessions(raw)
     last = "2025-04-05_10-00-more.md"
     (raw / last).write_text(
-        "# session\n\n" + _turn("这个函数是做什么的？它返回什么？", "它计算购物车的总价。")
-        + _turn("run the tests for the coupons again please", "Ran them: all pass.", "bun test src/coupon-rules"),
+        "# session\n\n" + turn("这个函数是做什么的？它返回什么？", "它计算购物车的总价。")
+        + turn("run the tests for the coupons again please", "Ran them: all pass.", "bun test src/coupon-rules"),
         encoding="utf-8")
     labels = tmp_path / "labels"
     labels.mkdir()

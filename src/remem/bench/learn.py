@@ -267,15 +267,21 @@ def render(rep: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments(doc: str | None) -> Any:
+    """The learning benchmarks' command line: ``--data``, ``--labels``, ``--project``, ``--json``."""
     import argparse
 
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", required=True, help="the derive-dev folder (holds raw/<project>/)")
     ap.add_argument("--labels", default="bench/learn-labels" if os.path.isdir("bench/learn-labels") else None,
                     help="folder of <project>.json label files (default: bench/learn-labels when present)")
     ap.add_argument("--project", action="append", help="only these projects (repeatable)")
     ap.add_argument("--json", action="store_true", help="print the whole report as JSON")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = arguments(__doc__)
     a = ap.parse_args(argv)
     if not os.path.isdir(os.path.join(a.data, "raw")):
         print(f"no raw/ folder under {a.data}", file=sys.stderr)

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .learn import load_labels, read_project, resolve_probes
+from .learn import arguments, load_labels, read_project, resolve_probes
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -176,15 +176,8 @@ def render(rep: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", required=True, help="the derive-dev folder (holds raw/<project>/)")
-    ap.add_argument("--labels", default="bench/learn-labels" if os.path.isdir("bench/learn-labels") else None,
-                    help="folder of <project>.json label files, for the probe prompts (default: bench/learn-labels)")
-    ap.add_argument("--project", action="append", help="only these projects (repeatable)")
+    ap = arguments(__doc__)
     ap.add_argument("--model", default=None, help="embed with this model (default: embeddings off)")
-    ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     if not os.path.isdir(os.path.join(a.data, "raw")):
         print(f"no raw/ folder under {a.data}", file=sys.stderr)
