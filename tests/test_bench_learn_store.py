@@ -41,7 +41,7 @@ def test_a_project_imported_learned_and_its_packets_measured_before_and_after(tm
     assert row["turns"] == 6 and row["prompts"] == 2
     assert row["active"] >= 1 and row["learned"] >= row["active"]        # the test command, run in 2 sessions
     assert row["db_bytes_after"] >= row["db_bytes_before"] > 0
-    assert row["learn_turns_per_s"] and row["learn_s"] > 0
+    assert row["learn_turns_per_s"] > 0 and row["learn_s"] > 0           # a few milliseconds: kept to 0.1 ms
     # before learning no packet holds a learned memory; after it, "run the tests" gets the test command
     assert row["packets_with_learned"] == 0.5
     assert row["packet_tokens_before"] > 0 and row["packet_tokens_after"] > 0

@@ -118,7 +118,7 @@ def measure(raw_dir: str, project: str, labels: dict[str, Any] | None, *,
     growth = after_bytes - before_bytes
     active = sum(1 for m in learned if m.get("status") == "active")
     row = {
-        "turns": turns, "import_s": round(import_s, 2), "learn_s": round(learn_s, 2),
+        "turns": turns, "import_s": round(import_s, 2), "learn_s": round(learn_s, 4),
         "learn_turns_per_s": round(turns / learn_s) if learn_s > 0 else None,
         "learned": len(learned), "active": active,
         "db_bytes_before": before_bytes, "db_bytes_after": after_bytes, "db_growth_bytes": growth,
