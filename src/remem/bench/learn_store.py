@@ -1,8 +1,8 @@
 """What learning costs in a real home: packet size with and without learned memories, database growth,
 learn speed through the store.
 
-For each derive-dev project (``raw/<id>/*.md``), a throwaway home imports the SpecStory exports the way
-a user's does (``remem sources add specstory --path <project>``: the files sit in the project's
+For each derive-dev project (``raw/<id>/*.md``), a throwaway home (its own SQLite file, whatever
+database the environment names) imports the SpecStory exports the way a user's does (``remem sources add specstory --path <project>``: the files sit in the project's
 ``.specstory/history``), then:
 
 * **packets before**: ``turn_start`` for the probe prompts of the project's labels (``probes``; their
@@ -89,7 +89,8 @@ def measure(raw_dir: str, project: str, labels: dict[str, Any] | None, *,
         for f in files:
             shutil.copyfile(os.path.join(raw_dir, f), history / f)
         home = os.path.join(tmp, "home")
-        env = {"HOME": tmp, "REMEM_LEARN_ENABLED": "0",
+        # the throwaway home's own SQLite file, whatever database the caller's environment names
+        env = {"HOME": tmp, "REMEM_DATABASE_URL": "sqlite:///remem.db", "REMEM_LEARN_ENABLED": "0",
                **({"REMEM_EMBEDDING_MODEL": model} if model else {"REMEM_EMBEDDING_ENABLED": "0"})}
         mem = Remem(home, env=env)
         try:
