@@ -41,7 +41,7 @@ from ..layers import feedback as fbk
 from ..layers.learn import learn
 from ..layers.select import RECENT_TURNS, pick, recent_context
 from ..layers.types import Memory, Turn
-from .learn import load_labels, matches, read_project
+from .learn import TUNE, load_labels, matches, read_project
 
 KINDS = ("need_point", "later_task", "negative", "negative_prompt_matched")
 
@@ -59,7 +59,6 @@ def _position(turns: list[Turn], session: str, k: int) -> int | None:
     return None
 
 
-TUNE = ("chitin", "blastmerge", "pokerswound", "ttc", "ypos", "alpamayo")   # looked at while tuning
 SNAPSHOTS = 40       # learns a project at most, for the packets of its earlier turns (feedback)
 
 

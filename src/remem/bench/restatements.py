@@ -14,7 +14,6 @@ cosine" rule would have).
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import os
@@ -22,8 +21,7 @@ import sys
 from typing import Any
 
 from ..layers.learn import learn
-from .learn import load_labels, matches, read_project
-from .learn_packets import TUNE
+from .learn import TUNE, arguments, load_labels, matches, read_project
 
 RULES = ("preference", "convention", "decision")
 THRESHOLDS = (0.80, 0.84, 0.86, 0.88, 0.90, 0.92, 0.94)
@@ -59,12 +57,8 @@ def run(data: str, labels: str, projects: list[str], model: str) -> dict[str, An
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", required=True, help="the derive-dev folder (holds raw/<project>/)")
-    ap.add_argument("--labels", default="bench/learn-labels")
-    ap.add_argument("--project", action="append", help="only these projects (default: the tuned six)")
+    ap = arguments(__doc__)   # --project: default the tuned six
     ap.add_argument("--model", default="e5-small")
-    ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     res = run(args.data, args.labels, args.project or list(TUNE), args.model)
     if args.json:
