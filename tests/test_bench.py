@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -183,6 +184,20 @@ def test_speed_harness_pure_parts():
     assert h.estimate(pts, 1_000_000)["turn_start_p95_ms"] == 15
 
 
+def test_speed_spaced_prompts_move_the_caches_clocks_and_put_them_back():
+    from remem.store import dfcache
+    from remem.store.sqlite import candidates
+
+    h = harness("recall_speed")
+    try:
+        h.spread_clocks(3600)
+        assert 3590 < dfcache.clock() - time.time() < 3610
+        assert 3590 < candidates.monotonic() - time.monotonic() < 3610
+    finally:
+        h.spread_clocks(0)
+    assert dfcache.clock is time.time and candidates.monotonic is time.monotonic
+
+
 def test_locomo_on_the_generated_small_file(cli):
     r = cli("bench", "locomo", "--data", str(SMALL / "locomo-small.json"), "--json")
     assert r.returncode == 0, r.stderr.decode()
@@ -275,6 +290,14 @@ def test_speed_real_mode_runs_on_a_tiny_store(cli, tmp_path):
     for key in ("turn_start_p50_ms", "turn_start_p95_ms", "search_p50_ms", "search_p95_ms"):
         assert p[key] > 0
     assert (tmp_path / "stores" / "real-200" / "built.json").exists()
+    # prompts minutes apart, on the kept store
+    r = cli("bench", "speed", "--real", "--sizes", "200", "--queries", "4", "--model", "hash", "--json",
+            "--keep", str(tmp_path / "stores"), "--spaced", "5", timeout=300)
+    assert r.returncode == 0, r.stderr.decode()
+    [p] = json.loads(r.stdout)["points"]
+    assert p["spaced_minutes"] == 5.0 and p["turn_start_p95_ms"] > 0
+    r = cli("bench", "speed", "--spaced", "-1", timeout=60)
+    assert r.returncode == 2 and "--spaced" in r.stderr.decode()
     h = harness("recall_speed")
     text = h.render(res)
     assert "real-shaped" in text and "storage_ratio" in text

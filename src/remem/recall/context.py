@@ -93,19 +93,22 @@ class RecallContext:
         return self.clock()
 
     def warm(self) -> dict[str, Any]:
-        """Load the embedder's model and the vector indexes of its fields ahead of the first search
-        (``{"vectors": rows loaded}``, or why nothing was; PostgreSQL holds no vectors in memory)."""
+        """Count the common words and load the embedder's model and the vector indexes of its fields
+        ahead of the first search (``{"doc_freqs": words counted, "vectors": rows loaded}``, or why
+        nothing was; PostgreSQL holds no vectors in memory and counts words on demand)."""
+        out: dict[str, Any] = {"doc_freqs": self.text.warm_doc_freqs()}
         recall_settings = self.settings  # a RecallSettings (built from declared keys), not the settings model
         if not recall_settings.embedding_enabled:
-            return {"vectors": "not loaded: embeddings are off"}
+            return {**out, "vectors": "not loaded: embeddings are off"}
         emb = self.embedder()
         if emb is None:
-            return {"vectors": f"not loaded: {self.embedder_error}"}
+            return {**out, "vectors": f"not loaded: {self.embedder_error}"}
         if hasattr(emb, "load"):
             emb.load()
         from .gate import VECTOR_FIELDS
 
-        return {"vectors": self.vectors.load(emb.model_id, list(dict.fromkeys(VECTOR_FIELDS.values())), int(emb.dim))}
+        fields = list(dict.fromkeys(VECTOR_FIELDS.values()))
+        return {**out, "vectors": self.vectors.load(emb.model_id, fields, int(emb.dim))}
 
     def shown(self, scope: Scope, ids: list[str], now: float) -> None:
         """Recall showed these turns to an agent (their access counts); never raises."""

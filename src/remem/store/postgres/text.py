@@ -34,7 +34,6 @@ K1, B = 1.2, 0.75
 WEIGHTS = (("request", 3.0), ("reply", 1.5), ("actions", 0.8), ("summary", 2.0), ("cjk", 2.0))
 STATS_TTL = 30.0
 SIZE_TTL = 1.0
-DF_TTL = 300.0
 FIRST_SHARE = 0.3  # below this share of the best matches in scope, every match is joined with its turn
 _TOKEN = re.compile(r"[^\W_]+")
 _MAX_TERM = 200
@@ -82,7 +81,7 @@ class PgText:
 
     def __init__(self, store: PgStore) -> None:
         self.store = store
-        self._df = DocFreqs(DF_TTL)
+        self._df = DocFreqs()
         self._stats: tuple[int, float, float] | None = None   # (documents, mean length, when)
         self._size: tuple[int, float] = (0, 0.0)                # (max rowid, when read)
         self._lock = threading.Lock()
@@ -149,8 +148,14 @@ class PgText:
             return dict(self.store.conn.native(
                 "SELECT term, count(*) FROM turn_terms WHERE term = ANY(%s) GROUP BY term", (missing,)).fetchall())
 
-        out = self._df.get(terms, lookup)
-        return self.size(), out
+        n = self.size()
+        return n, self._df.get(terms, lookup, n)
+
+    def warm_doc_freqs(self) -> int:
+        """Nothing counted ahead: one pass over turn_terms is a server-wide aggregate every member's
+        daemon would run at its start; words are counted on demand from turn_terms' index and kept
+        while the corpus grows less than dfcache.GROWTH."""
+        return 0
 
     def forget(self) -> None:
         self._df.clear()

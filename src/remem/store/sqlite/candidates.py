@@ -23,6 +23,8 @@ META = ("id, owner, agent, project, session_id, status, importance, access_count
 # a turn's time for recency and named days: the index turns_owner_ended holds this expression
 TURN_TIME = "coalesce(ended_at, started_at, created_at)"
 
+monotonic: Callable[[], float] = time.monotonic   # the caches' clock; benchmarks of spaced prompts move it
+
 
 def meta(db: sqlite3.Connection, scope: Scope, ids: list[str], text_chars: int = 0) -> dict[str, dict[str, Any]]:
     """Lean rows for ranking (no actions). ``text_chars`` > 0 adds the request's and reply's start."""
@@ -243,7 +245,7 @@ class SqliteCandidates:
         turns too wait for ``ttl`` (for statistics a few new turns barely move)."""
         top = int(self._db.execute("SELECT coalesce(max(rowid), 0) FROM turns").fetchone()[0]) if any_write else 0
         k = (*key, top)
-        now = time.monotonic()
+        now = monotonic()
         got = self._stamped.get(k)
         if got is not None and now - got[1] < ttl:
             return got[0]

@@ -29,7 +29,6 @@ BM25 = "bm25(turns_fts, 3.0, 1.5, 0.8, 2.0, 2.0)"
 # the scope holds most of the store (one developer's memory). Per scope, the share of ranked
 # matches found in it last time decides whether to try that way first.
 FTS_FIRST_SHARE = 0.3
-DF_TTL = 300.0  # document frequencies move slowly; re-read them every five minutes
 WINDOW_SPAN = 62 * 86400.0  # a time range up to two months narrows the match to its turns' rowids
 
 
@@ -65,7 +64,7 @@ class SqliteText:
         self.store = store
         self._lock = threading.Lock()
         self._in_scope: dict[Scope, float] = {}               # scope → share of ranked matches in it
-        self._df = DocFreqs(DF_TTL)
+        self._df = DocFreqs()
 
     # -- statistics ------------------------------------------------------------------------------
     def size(self) -> int:
@@ -82,8 +81,16 @@ class SqliteText:
             return dict(self.store.conn.execute(f"SELECT term, doc FROM turns_fts_vocab WHERE term IN ({marks})",
                                                 missing).fetchall())
 
-        out = self._df.get(terms, lookup)
-        return self.size(), out
+        n = self.size()
+        return n, self._df.get(terms, lookup, n)
+
+    def warm_doc_freqs(self) -> int:
+        """Count every word once, now (one pass over the word index: ~1 s at 100k real-shaped turns),
+        and keep the common ones, so the first prompts after a start do not count their words
+        one by one. Returns how many were kept."""
+        n = self.size()
+        rows = self.store.conn.execute("SELECT term, doc FROM turns_fts_vocab").fetchall()
+        return self._df.preload(dict(rows), n)
 
     def forget(self) -> None:
         self._df.clear()
