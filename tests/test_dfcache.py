@@ -88,4 +88,8 @@ def test_counts_follow_the_index_and_warm_up_counts_ahead(tmp_path):
     if mem.store.engine != "sqlite":
         time.sleep(1.1)                                    # PostgreSQL reads the corpus size once a second
     assert text.doc_freqs(["mango"])[1] == {"mango": dfcache.GROWTH_MIN + 4}
+    gone = [r["id"] for r in mem.search("papaya", owner="dev", k=10)]
+    assert len(gone) == 2
+    mem.forget(ids=gone, owner="dev")                      # forgetting turns drops their counts at once
+    assert text.doc_freqs(["papaya"])[1] == {"papaya": 0}
     mem.close()

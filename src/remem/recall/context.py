@@ -120,5 +120,6 @@ class RecallContext:
             pass
 
     def forget(self) -> None:
-        """Deleted turns must leave the cached corpora at once (not after a rebuild)."""
+        """Deleted turns must leave the cached corpora and word counts at once (not after a rebuild)."""
         self.corpora.forget()
+        self.text.forget()
