@@ -198,6 +198,14 @@ def test_speed_spaced_prompts_move_the_caches_clocks_and_put_them_back():
     assert dfcache.clock is time.time and candidates.monotonic is time.monotonic
 
 
+def test_speed_prompts_are_the_same_for_a_seed_and_differ_between_seeds():
+    h = harness("recall_speed")
+    for real in (False, True):
+        assert h.prompts(30, real) == h.prompts(30, real) and len(h.prompts(30, real)) == 30
+        assert not set(h.prompts(30, real)) & set(h.prompts(30, real, seed=5))   # warm-up prompts are others
+    assert all(q.endswith(tuple(h.ERRORS)) for q in h.prompts(30, False)[::10])      # every tenth with an error line
+
+
 def test_locomo_on_the_generated_small_file(cli):
     r = cli("bench", "locomo", "--data", str(SMALL / "locomo-small.json"), "--json")
     assert r.returncode == 0, r.stderr.decode()
@@ -292,12 +300,13 @@ def test_speed_real_mode_runs_on_a_tiny_store(cli, tmp_path):
     assert (tmp_path / "stores" / "real-200" / "built.json").exists()
     # prompts minutes apart, on the kept store
     r = cli("bench", "speed", "--real", "--sizes", "200", "--queries", "4", "--model", "hash", "--json",
-            "--keep", str(tmp_path / "stores"), "--spaced", "5", timeout=300)
+            "--keep", str(tmp_path / "stores"), "--spaced", "5", "--warm-prompts", "3", timeout=300)
     assert r.returncode == 0, r.stderr.decode()
     [p] = json.loads(r.stdout)["points"]
-    assert p["spaced_minutes"] == 5.0 and p["turn_start_p95_ms"] > 0
-    r = cli("bench", "speed", "--spaced", "-1", timeout=60)
-    assert r.returncode == 2 and "--spaced" in r.stderr.decode()
+    assert p["spaced_minutes"] == 5.0 and p["warm_prompts"] == 3 and p["turn_start_p95_ms"] > 0
+    for bad in (["--spaced", "-1"], ["--warm-prompts", "-2"]):
+        r = cli("bench", "speed", *bad, timeout=60)
+        assert r.returncode == 2 and bad[0] in r.stderr.decode()
     h = harness("recall_speed")
     text = h.render(res)
     assert "real-shaped" in text and "storage_ratio" in text

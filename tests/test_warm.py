@@ -60,13 +60,15 @@ def test_warm_without_embeddings_loads_no_vectors(tmp_path):
 def test_the_daemon_warms_up_at_start(tmp_path):
     home, _ = _embedded_home(tmp_path, 30)
     with Daemon(home, env={**HASH, "REMEM_AUTO_SYNC": "0"}) as d:
-        deadline, warm = time.monotonic() + 60, None
+        deadline, warm, started = time.monotonic() + 60, None, {}
         while time.monotonic() < deadline:
-            warm = d.get("/api/v1/status").json()["daemon"]["startup"].get("warm")
+            started = d.get("/api/v1/status").json()["daemon"]["startup"]
+            warm = started.get("warm")
             if warm is not None:
                 break
             time.sleep(0.1)
         assert warm is not None, "the start-up never reported its warm-up"
+        assert started["gc_frozen"] > 10_000, started   # start-up's heap is set aside from full collections
         sqlite = Remem(home, env=HASH).store.engine == "sqlite"
         assert warm["vectors"] > 0 if sqlite else warm["vectors"] == 0, warm   # pgvector loads nothing
         r = d.post("/api/v1/recall/turn-start", json={"prompt": "how do we deploy the shop service?"})

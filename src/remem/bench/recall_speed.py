@@ -21,6 +21,10 @@ With ``--spaced MINUTES`` each prompt comes that long after the one before, as a
 the caches that keep for a while (word document frequencies, scope counts) see the time pass
 (their clocks move; no turn is written between prompts, which measured no slower). Without it the
 200 prompts come within seconds, and every cache is as warm as it gets.
+
+The timing starts right after the warm-up a daemon runs at its start (``Remem.warm``, then its heap is
+frozen: ``server/heap.py``): the first prompts of a fresh daemon. ``--warm-prompts N`` first answers N
+prompts of another seed, untimed: a daemon that has been running (pages mapped, caches filled).
 """
 
 from __future__ import annotations
@@ -149,6 +153,17 @@ TIME_PHRASES = ("what did we do yesterday?", "continue from last week:", "today:
                 "上周的改动：", "昨天做到哪了？", "on 2025-11-20:")
 
 
+def prompts(n: int, real: bool, seed: int = 3) -> list[str]:
+    """The timed prompts: real-shaped ones (``real_queries``), or 3–9 Zipf words, every tenth with an
+    error line."""
+    if real:
+        return real_queries(n, seed)
+    rng = random.Random(seed)
+    qs = [" ".join(_zipf_word(rng) for _ in range(rng.randint(3, 9))) + ("?" if i % 3 else "") for i in range(n)]
+    qs[::10] = [q + " " + rng.choice(ERRORS) for q in qs[::10]]
+    return qs
+
+
 def real_queries(n: int, seed: int = 3) -> list[str]:
     """Prompts as users type them: generator requests (some Chinese), every tenth with an error line,
     one in 25 opening with a time (TIME_PHRASES)."""
@@ -264,11 +279,12 @@ def spread_clocks(offset: float) -> None:
 
 
 def measure(n: int, *, queries: int, model: str, say: Callable[[str], None], keep: str | None = None,
-            real: bool = False, spaced: float = 0.0) -> dict[str, Any]:
+            real: bool = False, spaced: float = 0.0, warm_prompts: int = 0) -> dict[str, Any]:
     """Build (or, with ``keep``, reuse) a store of ``n`` turns and time ``queries`` prompts on it
-    (``spaced`` minutes apart: module doc)."""
+    (``spaced`` minutes apart, after ``warm_prompts`` untimed ones: module doc)."""
     from remem.core import Remem
     from remem.recall import channels, packet
+    from remem.server import heap
 
     # every size embeds its queries afresh: each size's handle has its own context (and query vectors)
 
@@ -287,16 +303,15 @@ def measure(n: int, *, queries: int, model: str, say: Callable[[str], None], kee
         mem = Remem(home, env={"REMEM_EMBEDDING_MODEL": model})
         emb = mem.embedder()
         onnx = mem.prepare_onnx(wait=True)  # as the daemon runs them
-        rng = random.Random(3)
         owner, project = (REAL_OWNER, REAL_PROJECT) if real else ("speed", "/srv/p3")
-        qs = real_queries(queries) if real else [" ".join(_zipf_word(rng) for _ in range(rng.randint(3, 9))) + ("?" if i % 3 else "")
-              for i in range(queries)]
-        if not real:
-            qs[::10] = [q + " " + rng.choice(ERRORS) for q in qs[::10]]
+        qs = prompts(queries, real)
         t0 = time.perf_counter()
-        mem.warm()  # as the daemon starts: the model and the vector indexes
+        mem.warm()  # as the daemon starts: the model, the vector indexes, the word counts
         load_s = time.perf_counter() - t0
+        heap.settle()  # and sets its heap aside from the collector
         mem.search("warm up the index", owner=owner, k=10)
+        for q in prompts(warm_prompts, real, seed=5):  # a daemon that has answered these already
+            mem.turn_start(q, owner=owner, project=project)
         lat: dict[str, list[float]] = {"turn_start": [], "search": [], "query_embedding": []}
         for i, q in enumerate(qs, start=1):
             if spaced:
@@ -320,7 +335,8 @@ def measure(n: int, *, queries: int, model: str, say: Callable[[str], None], kee
         mem.recall.vectors.forget()  # the process's memory below is measured without this size's index
         mem.close()
         spread_clocks(0)
-    return {**built, "spaced_minutes": spaced, "onnx": onnx, "index_load_s": round(load_s, 2),
+        heap.unsettle()   # this size's objects may go now
+    return {**built, "spaced_minutes": spaced, "warm_prompts": warm_prompts, "onnx": onnx, "index_load_s": round(load_s, 2),
             **{f"{k}_p50_ms": round(statistics.median(v), 2) for k, v in lat.items()},
             **{f"{k}_p95_ms": _pct(v, 0.95) for k, v in lat.items()},
             "vector_raw_mb": round(raw / 1e6, 1), "vector_index_mb": round(total / 1e6, 1),
@@ -351,11 +367,12 @@ def resolve_model(model: str | None) -> str:
 
 def run(sizes: list[int], *, queries: int = 200, model: str | None = None,
         progress: Callable[[str], None] | None = None, keep: str | None = None, real: bool = False,
-        spaced: float = 0.0) -> dict[str, Any]:
+        spaced: float = 0.0, warm_prompts: int = 0) -> dict[str, Any]:
 
     model = resolve_model(model)
     say = progress or (lambda _m: None)
-    points = [measure(n, queries=queries, model=model, say=say, keep=keep, real=real, spaced=spaced) for n in sizes]
+    points = [measure(n, queries=queries, model=model, say=say, keep=keep, real=real, spaced=spaced,
+                      warm_prompts=warm_prompts) for n in sizes]
     est = estimate(points, 1_000_000) if max(sizes) < 1_000_000 else {}
     return {"model": model, "cpus": os.cpu_count(), "real": real, "points": points, "estimate_1m": est}
 
@@ -388,9 +405,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--real", action="store_true", help="real-shaped turns and prompts; report bytes per turn")
     ap.add_argument("--spaced", type=float, default=0.0, metavar="MINUTES",
                     help="each prompt this long after the one before (the caches see the time pass)")
+    ap.add_argument("--warm-prompts", type=int, default=0, metavar="N",
+                    help="N untimed prompts (another seed) first, as a daemon that has been running")
     a = ap.parse_args(argv)
     if a.spaced < 0:
         ap.error("--spaced takes minutes ≥ 0")
+    if a.warm_prompts < 0:
+        ap.error("--warm-prompts takes a count ≥ 0")
     sizes = [int(s) for s in a.sizes.split(",")]
     if a.build_only:
         if not a.keep:
@@ -402,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
                 Path(home, "built.json").write_text(json.dumps(built))
         return 0
     res = run(sizes, queries=a.queries, model=a.model, progress=lambda m: print(m, file=sys.stderr), keep=a.keep,
-              real=a.real, spaced=a.spaced)
+              real=a.real, spaced=a.spaced, warm_prompts=a.warm_prompts)
     print(json.dumps(res, indent=1) if a.json else render(res))
     return 0
 

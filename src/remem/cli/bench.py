@@ -76,14 +76,16 @@ def longmemeval(data: str, config: str, model: str | None, limit: int | None, as
 @click.option("--real", is_flag=True, help="Real-shaped turns and prompts (bench/realistic.py); adds bytes per turn.")
 @click.option("--spaced", default=0.0, type=click.FloatRange(min=0), metavar="MINUTES",
               help="Each prompt this long after the one before: the caches that keep for a while see the time pass.")
+@click.option("--warm-prompts", default=0, type=click.IntRange(min=0), metavar="N",
+              help="N untimed prompts (another seed) first, as a daemon that has been running.")
 @handle_errors
 def speed(sizes: str, queries: int, model: str | None, as_json: bool, keep: str | None, real: bool,
-          spaced: float) -> None:
+          spaced: float, warm_prompts: int) -> None:
     """turn_start / search latency and vector memory on generated stores."""
     h = harness("recall_speed")
     res = h.run([int(s) for s in sizes.split(",") if s.strip()], queries=queries, model=model,
                 progress=None if as_json else (lambda m: click.echo(m, err=True)), keep=keep, real=real,
-                spaced=spaced)
+                spaced=spaced, warm_prompts=warm_prompts)
     _out(res, as_json, h.render)
 
 

@@ -61,6 +61,7 @@ class Front:
         try:
             from .. import plugins
             from ..core import Remem
+            from . import heap
             from .app import create_app
             from .jobkinds import Scheduler, recover, startup
             from .jobs import JobRunner
@@ -81,7 +82,7 @@ class Front:
             log.info("API ready in %.2fs (database %s)", time.monotonic() - t0, mem.config.database_label)
             runner.start()
             st.startup_result = {"recovered": recovered, **startup(runner, background=st.background),
-                                 "onnx": _prepare_onnx(mem), "warm": _warm(mem)}
+                                 "onnx": _prepare_onnx(mem), "warm": _warm(mem), "gc_frozen": heap.settle()}
             if st.background:
                 st.scheduler = Scheduler(runner)
                 st.scheduler.start()
