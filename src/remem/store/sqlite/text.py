@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ...scope import Scope
 from ...text.segment import bigrams
-from ..dfcache import DocFreqs
+from ..dfcache import PRELOAD_DOC, DocFreqs
 from ..protocols import TextQuery, TextTerm
 from .candidates import TURN_TIME
 
@@ -89,7 +89,8 @@ class SqliteText:
         and keep the common ones, so the first prompts after a start do not count their words
         one by one. Returns how many were kept."""
         n = self.size()
-        rows = self.store.conn.execute("SELECT term, doc FROM turns_fts_vocab").fetchall()
+        rows = self.store.conn.execute("SELECT term, doc FROM turns_fts_vocab WHERE doc >= ?",
+                                       [PRELOAD_DOC]).fetchall()   # not the millions of rare ones in Python
         return self._df.preload(dict(rows), n)
 
     def forget(self) -> None:
