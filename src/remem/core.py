@@ -413,7 +413,7 @@ class Remem:
         return self.store.tombstones.list(self.scope(owner))
 
     def _forget_corpora(self) -> None:
-        """Deleted turns must leave recall's cached scope corpora at once (not after a rebuild)."""
+        """Deleted turns must leave recall's cached scope corpora and word counts at once (not after a rebuild)."""
         if self._recall is not None:
             self._recall.forget()
 

@@ -2,8 +2,8 @@
 learn speed through the store.
 
 For each derive-dev project (``raw/<id>/*.md``), a throwaway home (its own SQLite file, whatever
-database the environment names) imports the SpecStory exports the way a user's does (``remem sources add specstory --path <project>``: the files sit in the project's
-``.specstory/history``), then:
+database the environment names) imports the SpecStory exports the way a user's does (``remem sources
+add specstory --path <project>``: the files sit in the project's ``.specstory/history``), then:
 
 * **packets before**: ``turn_start`` for the probe prompts of the project's labels (``probes``; their
   prompts are read from the history, as ``learn`` does), with the project, before anything is learned:

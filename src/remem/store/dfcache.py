@@ -28,14 +28,13 @@ class DocFreqs:
     the cache (``clear``). A word no document holds is not kept: it is cheap to look up again, and
     may be written any moment."""
 
-    def __init__(self, max_age: float = MAX_AGE) -> None:
-        self.max_age = max_age
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._df: dict[str, tuple[int, float, int]] = {}   # term → (count, read at, corpus size then)
 
     def _fresh(self, got: tuple[int, float, int], now: float, size: int) -> bool:
         _, at, size_at = got
-        return now - at < self.max_age and size - size_at <= max(GROWTH_MIN, GROWTH * size_at)
+        return now - at < MAX_AGE and size - size_at <= max(GROWTH_MIN, GROWTH * size_at)
 
     def get(self, terms: Iterable[str], lookup: Callable[[list[str]], dict[str, int]],
             size: int) -> dict[str, int]:
