@@ -100,7 +100,11 @@ def test_thumbs_on_learned_memories_and_on_packet_items(home, browser):
 
     # a thumb up on an active card approves it (the user's decision: it stays active)
     fact = next(i for i in learned if i["kind"] == "fact")
-    page.locator(f'#learned-active .item[data-id="{fact["id"]}"] button.thumb-up').click()
+    # (the card is there before the click as after it: wait for the verdict's answer, not the card)
+    with page.expect_response(lambda r: f'/learned/{fact["id"]}/feedback' in r.url
+                              and r.request.method == "POST") as answered:
+        page.locator(f'#learned-active .item[data-id="{fact["id"]}"] button.thumb-up').click()
+    assert answered.value.ok
     page.wait_for_function(f"""() => !!document.querySelector('#learned-active .item[data-id="{fact["id"]}"]')""")
     assert memory(home, fact["id"])["decided"] == "active"
     # a thumb down on a candidate in the review queue rejects it
