@@ -340,3 +340,50 @@ def test_a_reminder_supports_the_rule_it_repeats_and_makes_none_of_its_own() -> 
     forgot = T(2, "you forgot to touch the generated migrations folder", session="f")
     kept = [m for m in learn([never, forgot]) if "migrations" in m.text and m.kind in ("preference", "convention")]
     assert all("f" not in {e.session for e in m.evidence} for m in kept)
+
+
+def test_a_restatement_sharing_a_rare_phrase_is_the_same_rule() -> None:
+    """Said in two sessions in sentences too different for their words (Jaccard < 0.5) or their clauses:
+    the rare phrase they share ("template literals", with "graphviz") makes them one rule, active from
+    two sessions. Each statement alone stays a candidate."""
+    from remem.layers.vocab import jaccard, terms
+
+    said = "also make sure to use template literals to generate the graphviz rather than many console.log calls"
+    again = ("ok, now extract the graphviz logic from the deps command into its own util function, and make sure "
+             "to use template literals instead of concatenation")
+    assert jaccard(terms(said), terms(again)) < 0.5
+    a, b = T(1, said, session="a"), T(1, again, session="b")
+    noise = [T(i, f"add a --{w} flag to the deps command", session="c") for i, w in enumerate(("json", "depth"), 2)]
+    rules = [m for m in learn([a, b, *noise]) if m.kind in ("preference", "convention")]
+    lit = [m for m in rules if "template literals" in m.text]
+    assert len(lit) == 1 and lit[0].status == "active" and {e.session for e in lit[0].evidence} == {"a", "b"}
+    alone = [m for m in learn([a]) if "template literals" in m.text and m.kind != "working_state"]
+    assert len(alone) == 1 and alone[0].status == "candidate"
+
+
+def test_a_shared_phrase_merges_only_when_rare_and_across_sessions() -> None:
+    """The project's everyday words ("tools list", in many requests) and two statements of one session
+    are not restatements of one rule; neither are two statements sharing only an idiom's two words."""
+    a = T(1, "make sure the tools list output is sorted by fiber before anything else", session="a")
+    b = T(1, "the tools list command should only print fiber names, and debug logs with a verbose flag", session="b")
+    daily = [T(i, f"run tools list again and check entry {i}", session="c") for i in range(2, 8)]
+    rules = [m for m in learn([a, b, *daily]) if m.kind in ("preference", "convention")]
+    assert len([m for m in rules if "tools list" in m.text]) == 2
+    assert all(m.status == "candidate" for m in rules)
+    rules = [m for m in learn([a, b]) if m.kind in ("preference", "convention")]
+    assert len(rules) == 1 and rules[0].status == "active"          # rare, two sessions: one rule
+
+    c = T(1, "make sure the tools list output is sorted by fiber before anything else", session="d")
+    d = T(2, "the tools list command should only print fiber names, and debug logs with a verbose flag", session="d")
+    rules = [m for m in learn([c, d]) if m.kind in ("preference", "convention")]
+    assert len(rules) == 2 and all(m.status == "candidate" for m in rules)
+
+
+def test_phrase_keys() -> None:
+    from remem.layers.vocab import phrase_keys
+
+    assert "template literal" in phrase_keys("use template literals, not concatenation")
+    assert "force exit" in phrase_keys("don't force an exit, that's a hack")            # the stop word is skipped
+    assert "solid/dry" in phrase_keys("we dont need to mention the SOLID/DRY stuff in the readme")
+    assert not any(" " in k for k in phrase_keys("do it now"))
+    assert phrase_keys("") == frozenset()

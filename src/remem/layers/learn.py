@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from functools import lru_cache
 
-from .lifecycle import fold, resolve
+from .lifecycle import fold, phrase_counts, resolve
 from .procedures import procedure_observations
 from .rules import rule_observations
 from .skills import fix_uses, sequence_uses, skill_observations
@@ -155,7 +155,7 @@ def learn(turns: Iterable[Turn], *, locked: dict[str, Memory] | None = None,
     out: list[Memory] = []
     for _project, pts in sorted(by_project.items()):
         ordered = _time_order(pts)
-        mems = fold(observe(ordered))
+        mems = fold(observe(ordered), phrase_counts(t.request for t in ordered))
         for m in mems:
             if locked and m.id in locked:
                 keep = locked[m.id]

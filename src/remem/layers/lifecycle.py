@@ -16,16 +16,19 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from ..recall.coverage import stem
 from .rules import generalize
 from .types import L3_KINDS, Memory, Observation
-from .vocab import jaccard
+from .vocab import jaccard, phrase_keys
 
 RULE_KINDS = ("preference", "convention")
 SAME_RULE = 0.5              # term overlap at which two statements are one rule
 SAME_CLAUSE_TERMS = 3        # … or of their rule clauses ("dont waste tokens on yap"), sharing this many words
+PHRASE_STATEMENTS = 3        # … or, said in another session, a phrase in at most this many of the project's rule statements
+PHRASE_REQUESTS = 5          # … and in at most this many of its requests (not the project's everyday words: "tools list")
+PHRASE_SHARED = 3            # … and, for a two-word phrase, share this many words (two are an idiom: "let me down")
 ACTIVE_SESSIONS = 2
 FAILED_RUNS = 2              # a command that failed this often and then passed is the project's, in one session too
 REPEATED_TURNS = 3          # a rule restated in 3 separate turns of one session is standing too
@@ -50,12 +53,73 @@ def _group(kind: str) -> str:
     return "rule" if kind in RULE_KINDS else kind
 
 
+class _Phrases:
+    """The rules and decisions of a fold by their rare phrases (``vocab.phrase_keys``). A statement
+    of another session that shares one with an earlier rule of the same project, kind group and
+    polarity is that rule in other words ("use template literals to build the graphviz" / "… and use
+    template literals instead of console.log"). Rare: in at most PHRASE_STATEMENTS of the fold's rule
+    statements and PHRASE_REQUESTS of the project's requests (``requests``: counts by phrase, from
+    :func:`phrase_counts`; None: not checked). Two statements sharing a two-word phrase must share
+    PHRASE_SHARED words in all ("do not let me down" twice is an idiom, not a rule); a compound word
+    ("solid/dry") is enough alone."""
+
+    def __init__(self, observations: list[Observation], requests: Mapping[str, int] | None) -> None:
+        self.requests = requests
+        self.keys: dict[int, frozenset[str]] = {}
+        self.count: dict[tuple[str, str], int] = {}
+        self.rules: dict[tuple[str, str], list[Memory]] = {}
+        for o in observations:
+            if self.eligible(o):
+                for k in self._keys(o):
+                    self.count[(o.project, k)] = self.count.get((o.project, k), 0) + 1
+
+    @staticmethod
+    def eligible(o: Observation) -> bool:
+        return _group(o.kind) in ("rule", "decision") and not o.slot and not o.data.get("reminder")
+
+    def _keys(self, o: Observation) -> frozenset[str]:
+        k = self.keys.get(id(o))
+        if k is None:
+            k = self.keys[id(o)] = phrase_keys(o.text)
+        return k
+
+    def _rare(self, project: str, k: str) -> bool:
+        return (self.count.get((project, k), 0) <= PHRASE_STATEMENTS
+                and (self.requests is None or self.requests.get(k, 0) <= PHRASE_REQUESTS))
+
+    def find(self, o: Observation) -> Memory | None:
+        for k in sorted(self._keys(o)):
+            if not self._rare(o.project, k):
+                continue
+            for m in self.rules.get((o.project, k), ()):
+                if _group(m.kind) == _group(o.kind) and m.polarity == o.polarity and o.evidence.session not in m.sessions \
+                        and (" " not in k or len(m.terms & o.terms) >= PHRASE_SHARED):
+                    return m
+        return None
+
+    def add(self, o: Observation, m: Memory) -> None:
+        if self.eligible(o) and not m.slot:
+            for k in self._keys(o):
+                ms = self.rules.setdefault((o.project, k), [])
+                if m not in ms:
+                    ms.append(m)
+
+
+def phrase_counts(requests: Iterable[str], chars: int = 2000) -> dict[str, int]:
+    """How many of these requests hold each phrase (their first ``chars``: a pasted log is not the user's words)."""
+    out: dict[str, int] = {}
+    for r in requests:
+        for k in phrase_keys(r[:chars]):
+            out[k] = out.get(k, 0) + 1
+    return out
+
+
 def _find(mem_by_key: dict[tuple[str, str, str], Memory], rules: list[Memory], clauses: dict[str, frozenset[str]],
-          o: Observation) -> Memory | None:
+          o: Observation, phrases: _Phrases | None = None) -> Memory | None:
     """The memory ``o`` belongs to: the one of its key, else a rule or decision of the same project
     whose terms overlap enough (the same statement in other words, or about another file), or whose
     rule clause (``rules.clause_terms``; ``clauses``: each rule's, by id) is the same, with the same
-    polarity, in other sentences."""
+    polarity, in other sentences, or (``phrases``) that shares a rare phrase with it from another session."""
     m = mem_by_key.get((o.project, _group(o.kind), o.key))
     if m is not None or _group(o.kind) not in ("rule", "decision") or o.slot:
         return m
@@ -71,6 +135,8 @@ def _find(mem_by_key: dict[tuple[str, str, str], Memory], rules: list[Memory], c
                 j = max(j, jaccard(mine, theirs))
         if j >= SAME_RULE and j > score:
             best, score = r, j
+    if best is None and phrases is not None:
+        best = phrases.find(o)
     return best
 
 
@@ -97,12 +163,16 @@ def _reminded(rules: list[Memory], o: Observation) -> Memory | None:
     return best
 
 
-def fold(observations: Iterable[Observation]) -> list[Memory]:
-    """Merge observations (in time order) into memories: one per identity, every evidence kept."""
+def fold(observations: Iterable[Observation], requests: Mapping[str, int] | None = None) -> list[Memory]:
+    """Merge observations (in time order) into memories: one per identity, every evidence kept.
+    ``requests``: the project's phrase counts (:func:`phrase_counts`), for restatements that share a
+    rare phrase (``_Phrases``)."""
     mem_by_key: dict[tuple[str, str, str], Memory] = {}
     rules: list[Memory] = []
     clauses: dict[str, frozenset[str]] = {}  # a rule's clause as a set, made once (it is set once)
     ordered: list[Memory] = []
+    observations = list(observations)
+    phrases = _Phrases(observations, requests)
     for o in observations:
         if o.data.get("reminder"):
             # "you forgot to …": support for the rule it repeats (said earlier, to be done), never a
@@ -112,7 +182,7 @@ def fold(observations: Iterable[Observation]) -> list[Memory]:
                 m.evidence.append(o.evidence)
                 m.updated_at = o.evidence.ts if o.evidence.ts is not None else m.updated_at
             continue
-        m = _find(mem_by_key, rules, clauses, o)
+        m = _find(mem_by_key, rules, clauses, o, phrases)
         if m is None:
             m = Memory(id=memory_id(o.project, _group(o.kind), o.key), kind=o.kind, key=o.key, text=o.text,
                        project=o.project, layer="L3" if o.kind in L3_KINDS else "L2", slot=o.slot,
@@ -127,6 +197,7 @@ def fold(observations: Iterable[Observation]) -> list[Memory]:
             continue
         if o.evidence.turn_id not in {e.turn_id for e in m.evidence}:
             m.evidence.append(o.evidence)
+        phrases.add(o, m)
         template = generalize(m.text, o.text) if m.key != o.key and o.kind != "fact" else None
         if template:    # one request said about different files: its shared words, each file as "…"
             m.text = template

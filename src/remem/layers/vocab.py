@@ -74,6 +74,30 @@ def terms(text: str) -> frozenset[str]:
     return frozenset(w for w in out if w)
 
 
+_PHRASE_WORD = re.compile(r"[a-z][a-z0-9]*(?:[/_.-][a-z0-9]+)*")
+
+
+def phrase_keys(text: str) -> frozenset[str]:
+    """Two-word phrases of a statement's content words, adjacent once stop words are left out
+    ("template literals" → "template literal", "force an exit" → "force exit"), and compound words
+    ("solid/dry", "ts-node"). A restatement in other words often keeps the phrase that names the rule."""
+    out: set[str] = set()
+    prev = ""
+    for w in _PHRASE_WORD.findall(text.lower()):
+        if w in STOP:
+            continue
+        if len(w) < 3:
+            prev = ""
+            continue
+        w = _stem(w)
+        if len(w) >= 5 and any(c in w for c in "/_-"):
+            out.add(w)
+        if prev:
+            out.add(prev + " " + w)
+        prev = w
+    return frozenset(out)
+
+
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
