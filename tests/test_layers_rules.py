@@ -379,6 +379,19 @@ def test_a_shared_phrase_merges_only_when_rare_and_across_sessions() -> None:
     assert len(rules) == 2 and all(m.status == "candidate" for m in rules)
 
 
+def test_a_chinese_restatement_sharing_a_rare_phrase_is_the_same_rule() -> None:
+    """Chinese has no spaces to find adjacent words by: a run's three-character phrases stand for them
+    ("接口说明"), with the same ≥ 3 shared terms (CJK bigrams) as a two-word phrase."""
+    from remem.layers.vocab import jaccard, terms
+
+    said, again = "请保持接口说明和代码一致，文档要跟上实现", "这次重构完，也请保持接口说明跟最新代码同步"
+    assert jaccard(terms(said), terms(again)) < 0.5
+    rules = [m for m in learn([T(1, said, session="a"), T(1, again, session="b")]) if m.kind != "working_state"]
+    assert len(rules) == 1 and rules[0].status == "active" and len(rules[0].sessions) == 2
+    alone = [m for m in learn([T(1, said, session="a")]) if m.kind != "working_state"]
+    assert len(alone) == 1 and alone[0].status == "candidate"
+
+
 def test_phrase_keys() -> None:
     from remem.layers.vocab import phrase_keys
 
@@ -386,4 +399,5 @@ def test_phrase_keys() -> None:
     assert "force exit" in phrase_keys("don't force an exit, that's a hack")            # the stop word is skipped
     assert "solid/dry" in phrase_keys("we dont need to mention the SOLID/DRY stuff in the readme")
     assert not any(" " in k for k in phrase_keys("do it now"))
+    assert "接 口 说" in phrase_keys("更新文档里的接口说明")
     assert phrase_keys("") == frozenset()

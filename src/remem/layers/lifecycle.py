@@ -60,8 +60,8 @@ class _Phrases:
     template literals instead of console.log"). Rare: in at most PHRASE_STATEMENTS of the fold's rule
     statements and PHRASE_REQUESTS of the project's requests (``requests``: counts by phrase, from
     :func:`phrase_counts`; None: not checked). Two statements sharing a two-word phrase must share
-    PHRASE_SHARED words in all ("do not let me down" twice is an idiom, not a rule); a compound word
-    ("solid/dry") is enough alone."""
+    PHRASE_SHARED words in all ("do not let me down" twice is an idiom, not a rule), and so must two
+    sharing three Chinese characters; a compound word ("solid/dry") is enough alone."""
 
     def __init__(self, observations: list[Observation], requests: Mapping[str, int] | None) -> None:
         self.requests = requests

@@ -80,7 +80,9 @@ _PHRASE_WORD = re.compile(r"[a-z][a-z0-9]*(?:[/_.-][a-z0-9]+)*")
 def phrase_keys(text: str) -> frozenset[str]:
     """Two-word phrases of a statement's content words, adjacent once stop words are left out
     ("template literals" → "template literal", "force an exit" → "force exit"), and compound words
-    ("solid/dry", "ts-node"). A restatement in other words often keeps the phrase that names the rule."""
+    ("solid/dry", "ts-node"). A restatement in other words often keeps the phrase that names the rule.
+    Chinese, without spaces to find words by, gives every three characters of a run ("接 口 说", spaced
+    like a two-word phrase: it needs as many shared terms)."""
     out: set[str] = set()
     prev = ""
     for w in _PHRASE_WORD.findall(text.lower()):
@@ -95,6 +97,8 @@ def phrase_keys(text: str) -> frozenset[str]:
         if prev:
             out.add(prev + " " + w)
         prev = w
+    for run in _CJK_RUN.findall(text):
+        out.update(" ".join(run[i:i + 3]) for i in range(len(run) - 2))   # "接 口 说": a phrase of three characters
     return frozenset(out)
 
 
