@@ -216,6 +216,46 @@ def test_ide_problem_lines_and_json_members_are_not_the_users_voice() -> None:
     assert not [m for m in learn(twice) if m.status == "active" and m.kind in ("preference", "convention")]
 
 
+def test_a_console_menu_and_option_help_are_not_the_users_voice() -> None:
+    pasted = ("the batch run never skips the identical groups, here is what it shows:\n"
+              "📁 Processing pattern: *.yml\n"
+              "⏭️ Skip this group\n"
+              "🛑 Stop processing remaining patterns\n"
+              "  -y, --yes            Never ask for confirmation.\n"
+              "  --no-color           Do not colour the output.\n"
+              "please always print the group count before the prompt")
+    voice = user_voice(pasted)
+    assert voice.splitlines() == ["the batch run never skips the identical groups, here is what it shows:",
+                                  "please always print the group count before the prompt"]
+    # the same paste in three turns of a session is not a rule said three times
+    turns = [T(i, pasted.replace("please always print the group count before the prompt", "still wrong"))
+             for i in (1, 2, 3)]
+    assert not [m for m in learn(turns) if m.status == "active" and m.kind in ("preference", "convention")]
+    assert user_voice("I like the 🚀 in the title, keep it") == "I like the 🚀 in the title, keep it"
+
+
+def test_a_thing_that_does_not_work_is_a_bug_report_not_a_prohibition() -> None:
+    for text in ("the host controls dont show up on the second screen.",
+                 "the saved filters still dont persist after a reload",
+                 "i feel like this shouldnt take so long, the cache is warm"):
+        assert [o for o in rule_observations(T(1, text)) if o.kind != "correction"] == [], text
+    for text in ("dont show the merge summary when every group is identical",
+                 "we never run the migrations from the app, only from the admin script",
+                 "the tests should never touch the network, mock the client"):
+        assert [o for o in rule_observations(T(1, text)) if o.kind != "correction"], text
+
+
+def test_again_marks_its_own_sentence_as_said_before() -> None:
+    told = _rules("i told you before. keep the changelog entries under the unreleased heading")
+    assert told and all(o.evidence.explicit for o in told)
+    again = _rules("use a fresh temp dir in every fixture again, the old one leaked")
+    assert again and all(o.evidence.explicit for o in again)
+    # a report that something happened again says nothing about the rule in the next sentence
+    report = rule_observations(T(1, "the import crashed again on the big file. the parser has to be done "
+                                     "before the viewer work, it is the blocker"))
+    assert report and not any(o.evidence.explicit for o in report)
+
+
 def test_a_projects_own_tools_come_from_its_history_not_a_shared_list() -> None:
     """A program the project runs or a package it installs anchors a rule (and fills a contrast) in
     that project only: the shared list holds what every project may name, not one project's stack."""

@@ -44,6 +44,8 @@ _MACHINE = [
     re.compile(r"^\s*\"[\w$.-]+\"\s*:\s*\S"),                                   # JSON members ("message": ...)
     re.compile(r"\b(?:sonarqube|sonarlint|eslint|pylint|ruff|mypy)\([\w.-]+(?::[\w.-]+)?\)\s*$|"  # IDE problem lines
                r"\[\+\d+ locations?\]", re.I),
+    re.compile("^\\s*[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u2B55\u23E9-\u23FA]"),   # a console UI's menu or status line
+    re.compile(r"^\s*(?:-\w,?\s+)?--?[a-z][\w-]*(?:[ =](?:<[\w-]+>|[A-Z_]+))?\s{2,}[A-Z]"),  # a CLI's option help
 ]
 _QUOTE = re.compile(r"^\s*>")
 _HEADING = re.compile(r"^\s*#{1,6}\s")
