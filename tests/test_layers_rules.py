@@ -441,3 +441,38 @@ def test_phrase_keys() -> None:
     assert not any(" " in k for k in phrase_keys("do it now"))
     assert "接 口 说" in phrase_keys("更新文档里的接口说明")
     assert phrase_keys("") == frozenset()
+
+
+def test_a_choice_named_in_a_task_supports_the_rule_but_keeps_its_words() -> None:
+    from remem.layers.select import render_line
+
+    said = T(1, "can we use xunit instead of the hand-rolled test runner?", session="a")
+    task = T(1, "write integration tests for the importer using xunit and the existing test project", session="b")
+    alone = [m for m in learn([said]) if m.kind == "preference"]
+    assert [m.status for m in alone] == ["candidate"]
+    rules = [m for m in learn([said, task]) if m.kind == "preference"]
+    assert len(rules) == 1 and rules[0].status == "active"
+    assert rules[0].text == "Use xunit, not hand-rolled." and rules[0].slot == "tool.test_runner"
+    assert rules[0].sessions == {"a", "b"} and rules[0].data["chosen_only"] == 1
+    # the packet says what the user said: once (the task only named the choice)
+    assert "said once" in render_line(rules[0].to_dict(), now=0.0)
+
+
+def test_a_library_chosen_in_two_sessions_is_learned() -> None:
+    from remem.layers.rules import adoption
+
+    a = T(1, "can we please use the CommandLineParser library for argument handling?", session="a")
+    b = T(1, "ok, add the export verb using CommandLineParser too", session="b")
+    one = [m for m in learn([a]) if m.kind == "preference"]
+    assert [(m.text, m.status) for m in one] == [("Use CommandLineParser for argument handling.", "candidate")]
+    both = [m for m in learn([a, b]) if m.kind == "preference"]
+    assert [(m.text, m.status) for m in both] == [("Use CommandLineParser for argument handling.", "active")]
+    # not a choice: a question about what the agent did, a program's hint, a plain word
+    for text in ("why are you using npm here?", "(Use `node --trace-deprecation ...` to show where it was created)",
+                 "use the same approach as before", "are you sure we want to be using parseArgs for that?"):
+        assert adoption(text) is None, text
+    assert adoption("the viewer should render the notes using marked") is None     # a plain word
+    assert adoption("the viewer should render the notes using the marked library") == ("marked", "")
+    # a sentence that states a rule stays the rule (its own words), not "Use …"
+    rule = _rules("never use moment.js in new code, use date-fns instead")
+    assert rule and all(not o.data.get("adopted") for o in rule)

@@ -173,6 +173,8 @@ def fold(observations: Iterable[Observation], requests: Mapping[str, int] | None
     ordered: list[Memory] = []
     observations = list(observations)
     phrases = _Phrases(observations, requests)
+    chosen: dict[str, set[str]] = {}    # by memory: sessions where a task named its choice …
+    stated: dict[str, set[str]] = {}    # … and where the user stated it
     for o in observations:
         if o.data.get("reminder"):
             # "you forgot to …": support for the rule it repeats (said earlier, to be done), never a
@@ -197,11 +199,14 @@ def fold(observations: Iterable[Observation], requests: Mapping[str, int] | None
             continue
         if o.evidence.turn_id not in {e.turn_id for e in m.evidence}:
             m.evidence.append(o.evidence)
+        (chosen if o.data.get("adopted") else stated).setdefault(m.id, set()).add(o.evidence.session)
         phrases.add(o, m)
         template = generalize(m.text, o.text) if m.key != o.key and o.kind != "fact" else None
         if template:    # one request said about different files: its shared words, each file as "…"
             m.text = template
             m.data["anchors"] = sorted(set(m.data.get("anchors") or ()) & set(o.data.get("anchors") or ()))
+        elif o.data.get("adopted"):
+            pass                # a choice named in a task: the rule keeps its own words ("Use bun, not node.")
         elif o.evidence.explicit or (o.kind != "fact" and len(o.text) <= len(m.text) * 1.5):
             m.text = o.text if o.kind != "fact" else m.text
         if o.kind == "convention" and m.kind == "preference":
@@ -212,6 +217,11 @@ def fold(observations: Iterable[Observation], requests: Mapping[str, int] | None
             m.data.setdefault(k, v)
         if m.data.get("clause") and m.id not in clauses:
             clauses[m.id] = frozenset(m.data["clause"])
+    for m in ordered:
+        only = chosen.get(m.id, set()) - stated.get(m.id, set())
+        m.data.pop("adopted", None)
+        if only:        # support the user never stated (select ranks the core rules without it)
+            m.data["chosen_only"] = len(only)
     return ordered
 
 

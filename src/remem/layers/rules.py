@@ -223,6 +223,52 @@ _NARRATION = re.compile(r"\b(?:i(?! (?:always|never) (?:want|prefer|like|use)\b)
 _USE = re.compile(r"^(?:please |pls )?(?:use|using|请使用|使用|用)\s*`?([A-Za-z][\w.@+/-]{1,40})`?\s*[.。!]?$", re.I)
 
 
+# a library, tool or package chosen in a task ("write the tests using mstest", "can we replace the bespoke
+# diffing with the libgit2sharp library?"): a named thing (a tool of the project or the shared list,
+# a name shaped like one: CamelCase, dotted, with digits, or called a library) in a frame of choice
+_NAME = r"`?([A-Za-z][\w.+#-]*[\w+#])`?"
+_KIND_OF_THING = r"(?:\s+(library|package|crate|module|framework|sdk|nuget package|lib))?"
+_ADOPT = [re.compile(r"\b(?:use|using|adopt|switch(?:ing)? to|migrate to|go with)\s+(?:the\s+)?" + _NAME + _KIND_OF_THING,
+                     re.I),
+          re.compile(r"\breplac(?:e|ing)\b[^.?!]{0,80}?\b(?:with|by)\s+(?:the\s+)?" + _NAME + _KIND_OF_THING, re.I)]
+_ASKED = re.compile(r"^(?:(?:ok|okay|so|also|and|now|then)[,:]?\s+)*(?:can|could|should|shall) (?:we|you)\b|"
+                    r"^(?:(?:ok|okay|so|also|and|now|then)[,:]?\s+)*(?:lets|let'?s|please)\b", re.I)
+_NAME_SHAPE = re.compile(r"\d|[a-z][A-Z]|^[A-Z]{2,}|\w\.\w")
+_PURPOSE = re.compile(r"^\s+for\s+((?:(?!(?:and|but|so|because|since|instead|rather|then)\b)[\w./-]+\s*){1,4})", re.I)
+_NOT_A_NAME = frozenset("it this that them one same new our my your their all any each these those".split())
+
+
+def adoption(s: str, tools: frozenset[str] = frozenset()) -> tuple[str, str] | None:
+    """The named thing a sentence chooses to use, and what for ("use the CommandLineParser library for
+    cli handling" → ("CommandLineParser", "cli handling")); None when it chooses nothing. A question
+    counts only as a request ("can we …", "let's …"), never "why are you using npm?"; a hint inside
+    parentheses ("(Use `node --trace-deprecation …` to show …)") is a program's output."""
+    if s.startswith("(") or (("?" in s or "？" in s) and not _ASKED.search(s)):
+        return None
+    for pat in _ADOPT:
+        for m in pat.finditer(s):
+            name, thing = m.group(1).rstrip(".").strip("`"), m.group(2)
+            if name.lower() in _NOT_A_NAME or name.lower() in STOP or s[m.end():].lstrip().startswith("-"):
+                continue
+            if thing or _NAME_SHAPE.search(name) or name.lower() in TOOLS or name.lower() in tools:
+                pm = _PURPOSE.match(s[m.end():])
+                return name, (pm.group(1).strip() if pm else "")
+    return None
+
+
+def _adopted(turn: Turn, s: str, chosen: tuple[str, str], explicit: bool) -> Observation:
+    """A choice named in a task ("write the tests using mstest") as a rule candidate "Use mstest.":
+    its tool's slot when it has one, else ``use:<name>`` (the key of a bare "use X"), so the same
+    choice in another session is the same memory."""
+    name, purpose = chosen
+    tool = name.lower()
+    slot = slot_for(tool)
+    return Observation(kind="preference", key=f"{slot}={tool}" if slot else f"use:{tool}",
+                       text=f"Use {name} for {purpose}." if purpose else f"Use {name}.", project=turn.project,
+                       evidence=_evidence(turn, explicit), slot=slot, value=tool if slot else "",
+                       terms=frozenset({tool}) | terms(purpose), data={"said": s, "adopted": True})
+
+
 def _general(s: str) -> bool:
     """A generaliser in the position of a standing instruction (not "it isn't always followed")."""
     if "?" in s or "？" in s:
@@ -299,8 +345,12 @@ def rule_observations(turn: Turn, prev: Turn | None = None, vocab: frozenset[str
                                    project=turn.project, evidence=_evidence(turn, cue), terms=frozenset({tool}),
                                    data={"said": s}))
             continue
+        chosen = adoption(s, tools)
         if "?" in s or "？" in s or _MALFUNCTION.search(s):
+            if chosen:
+                out.append(_adopted(turn, s, chosen, general or cue or repeat))
             continue
+        before = len(out)
         want = _WANT_EN.search(s) or _WANT_ZH.search(s)
         pe, oe, pz, oz = (_PROHIBIT_EN.search(s), _OBLIGE_EN.search(s), _PROHIBIT_ZH.search(s),
                           _OBLIGE_ZH.search(s))
@@ -336,6 +386,8 @@ def rule_observations(turn: Turn, prev: Turn | None = None, vocab: frozenset[str
             out.append(Observation(kind="decision", key="decision:" + _hash(*sorted(t)), text=s,
                                    project=turn.project, evidence=_evidence(turn, bool(reason)),
                                    terms=t, data={"reason": reason, "anchors": sorted(anc)}))
+        if chosen and len(out) == before:
+            out.append(_adopted(turn, s, chosen, general or cue or repeat))
     if correction and prev is not None:
         did = [a.command or a.path for a in prev.actions if a.command or a.path][-3:]
         first = sentences(voice)[:1]

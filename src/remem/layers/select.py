@@ -140,8 +140,10 @@ def _by_user(m: dict[str, Any]) -> bool:
 
 
 def _support(m: dict[str, Any]) -> int:
+    """Sessions that stated the memory (not those where a task only named its choice: "using mstest")."""
     s = m.get("sessions")
-    return len(s) if isinstance(s, list | set | tuple) else int(s or 0)
+    n = len(s) if isinstance(s, list | set | tuple) else int(s or 0)
+    return n - int((m.get("data") or {}).get("chosen_only") or 0)
 
 
 def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_start",
