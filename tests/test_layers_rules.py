@@ -469,10 +469,14 @@ def test_a_library_chosen_in_two_sessions_is_learned() -> None:
     assert [(m.text, m.status) for m in both] == [("Use CommandLineParser for argument handling.", "active")]
     # not a choice: a question about what the agent did, a program's hint, a plain word
     for text in ("why are you using npm here?", "(Use `node --trace-deprecation ...` to show where it was created)",
-                 "use the same approach as before", "are you sure we want to be using parseArgs for that?"):
+                 "use the same approach as before", "are you sure we want to be using parseArgs for that?",
+                 "Pass a timeout when using System.Text.RegularExpressions to process untrusted input",
+                 "im using `dotnet test --collect:coverage` and the report folder changes every run"):
         assert adoption(text) is None, text
     assert adoption("the viewer should render the notes using marked") is None     # a plain word
     assert adoption("the viewer should render the notes using the marked library") == ("marked", "")
+    assert adoption("use `vitest` for the unit tests.") == ("vitest", "the unit tests")
+    assert not [o for o in rule_observations(T(1, "[DEBUG] Using toolId yarn for the brew check"))]
     # a sentence that states a rule stays the rule (its own words), not "Use …"
     rule = _rules("never use moment.js in new code, use date-fns instead")
     assert rule and all(not o.data.get("adopted") for o in rule)

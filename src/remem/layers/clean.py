@@ -26,7 +26,7 @@ _MACHINE = [
     re.compile(r"^\s*at [\w$.<>\[\]]+ ?\(?.*[:(]\d+"),                            # JS / Java / .NET frames
     re.compile(r"^\s*File \"(?:[^\"]+\", line \d+|[^\"\s]*$)"),                       # Python frames (or cut in one)
     re.compile(r"^\s*Traceback \(most recent call last\)"),
-    re.compile(r"^\s*(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL)\b[:\]]"),
+    re.compile(r"^\s*\[?(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL)\b[:\]]"),
     re.compile(r"^\s*(?:npm (?:ERR!|WARN)|error TS\d+|warning [A-Z]+\d+)"),
     re.compile(r"^\s*(?:\$|>|PS [A-Z]:\\[^>]*>|[\w.-]+@[\w.-]+:[^$]*\$|[A-Z]:\\[^>]*>)\s"),  # prompts
     re.compile(r"^\s*[A-Za-z]:\\\S+"),                                            # C:\path lines

@@ -233,7 +233,10 @@ _ADOPT = [re.compile(r"\b(?:use|using|adopt|switch(?:ing)? to|migrate to|go with
           re.compile(r"\breplac(?:e|ing)\b[^.?!]{0,80}?\b(?:with|by)\s+(?:the\s+)?" + _NAME + _KIND_OF_THING, re.I)]
 _ASKED = re.compile(r"^(?:(?:ok|okay|so|also|and|now|then)[,:]?\s+)*(?:can|could|should|shall) (?:we|you)\b|"
                     r"^(?:(?:ok|okay|so|also|and|now|then)[,:]?\s+)*(?:lets|let'?s|please)\b", re.I)
-_NAME_SHAPE = re.compile(r"\d|[a-z][A-Z]|^[A-Z]{2,}|\w\.\w")
+_NAME_SHAPE = re.compile(r"\d|[a-z][A-Z]|\w\.\w")
+# "when using X", "im using X": a condition or the state of things, not a choice
+_NOT_CHOSEN_BEFORE = re.compile(r"\b(?:when|while|if|by|before|after|i'?m|i am|we'?re|we are|was|were|been|is|are)\s+$",
+                                re.I)
 _PURPOSE = re.compile(r"^\s+for\s+((?:(?!(?:and|but|so|because|since|instead|rather|then)\b)[\w./-]+\s*){1,4})", re.I)
 _NOT_A_NAME = frozenset("it this that them one same new our my your their all any each these those".split())
 
@@ -248,11 +251,12 @@ def adoption(s: str, tools: frozenset[str] = frozenset()) -> tuple[str, str] | N
     for pat in _ADOPT:
         for m in pat.finditer(s):
             name, thing = m.group(1).rstrip(".").strip("`"), m.group(2)
-            if name.lower() in _NOT_A_NAME or name.lower() in STOP or s[m.end():].lstrip().startswith("-"):
-                continue
+            if name.lower() in _NOT_A_NAME or name.lower() in STOP or s[m.end():].lstrip().startswith("-") \
+                    or _NOT_CHOSEN_BEFORE.search(s[:m.start()]) or re.match(r"`[^`]*\s", s[m.start(1) - 1:]):
+                continue        # a command in backticks ("`dotnet test --collect`") is run, not chosen
             if thing or _NAME_SHAPE.search(name) or name.lower() in TOOLS or name.lower() in tools:
                 pm = _PURPOSE.match(s[m.end():])
-                return name, (pm.group(1).strip() if pm else "")
+                return name, (pm.group(1).strip(" .,;:") if pm else "")
     return None
 
 
