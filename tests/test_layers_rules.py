@@ -480,3 +480,11 @@ def test_a_library_chosen_in_two_sessions_is_learned() -> None:
     # a sentence that states a rule stays the rule (its own words), not "Use …"
     rule = _rules("never use moment.js in new code, use date-fns instead")
     assert rule and all(not o.data.get("adopted") for o in rule)
+
+
+def test_i_want_to_show_or_support_a_behaviour_is_a_rule_candidate() -> None:
+    standing = _rules("I think I want to display the full banner when returning to the main menu every time")
+    assert standing and standing[0].evidence.explicit                  # "every time": active on its own
+    wish = _rules("I want to support resuming an interrupted batch run from its last finished group")
+    assert wish and not wish[0].evidence.explicit                      # a candidate until said again
+    assert _rules("I want to add a settings page today") == []         # a task

@@ -52,7 +52,7 @@ _OBLIGE_ZH = re.compile(r"(必须|一定要|务必|应该|需要都|都要|都�
 # the user stating what they want or dislike, and plain imperatives of standing shape: candidates
 # only (a restatement in another session, a generaliser, a cue or a correction makes them active)
 _WANT_EN = re.compile(r"\bi (?:really )?(?:do not|don'?t|dont) (?:want|like|need)\b|\bi (?:would )?(?:prefer|like) \w|"
-                      r"\bi (?:want|would like|'?d like) (?:all|every|each|them|it|the|our|my|you to (?:always|never|keep|use))\b|"
+                      r"\bi (?:want|would like|'?d like) (?:all|every|each|them|it|the|our|my|you to (?:always|never|keep|use)|to (?:show|support|have|use|keep|display|be able))\b|"
                       r"\bi'?d rather\b|^(?:(?:ok|okay|so|also|and|please|now|lets|let'?s)[,:]?\s+)*(?:use|prefer|keep)\s|"
                       r"\b(?:lets|let'?s|please|you|we) (?:make sure|ensure)\b|^(?:make sure|ensure)\b|"
                       r"\b(?:should|shouldn'?t|has to|needs to) (?:be|have|use|only|not|never|always|stay|live|go|follow)\b",
