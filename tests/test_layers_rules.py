@@ -232,6 +232,14 @@ def test_a_console_menu_and_option_help_are_not_the_users_voice() -> None:
              for i in (1, 2, 3)]
     assert not [m for m in learn(turns) if m.status == "active" and m.kind in ("preference", "convention")]
     assert user_voice("I like the 🚀 in the title, keep it") == "I like the 🚀 in the title, keep it"
+    logs = ("lobby.js:212 ✅ Seat controller loaded\n"
+            "Legend: 🔧 = tool 🔍 = check 🚀 = install\n"
+            "   at Acme.Cli.Program.Main(String[] args) in C:\\dev\\acme\\Program.cs\n"
+            "Acme.Core succeeded (3.1s) → Acme.Core\\bin\\Debug\\net9.0\\Acme.Core.dll\n"
+            "Acme.Test test failed with 4 error(s) (1.2s)\n"
+            "PS C:\\dev\\acme >\n"
+            "the seat list should come from the server, check lobby.js:212")
+    assert user_voice(logs) == "the seat list should come from the server, check lobby.js:212"
 
 
 def test_a_thing_that_does_not_work_is_a_bug_report_not_a_prohibition() -> None:

@@ -28,7 +28,7 @@ _MACHINE = [
     re.compile(r"^\s*Traceback \(most recent call last\)"),
     re.compile(r"^\s*\[?(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL)\b[:\]]"),
     re.compile(r"^\s*(?:npm (?:ERR!|WARN)|error TS\d+|warning [A-Z]+\d+)"),
-    re.compile(r"^\s*(?:\$|>|PS [A-Z]:\\[^>]*>|[\w.-]+@[\w.-]+:[^$]*\$|[A-Z]:\\[^>]*>)\s"),  # prompts
+    re.compile(r"^\s*(?:\$|>|PS [A-Z]:\\[^>]*>|[\w.-]+@[\w.-]+:[^$]*\$|[A-Z]:\\[^>]*>)(?:\s|$)"),  # prompts
     re.compile(r"^\s*[A-Za-z]:\\\S+"),                                            # C:\path lines
     re.compile(r"^\s*(?:/[\w.@+-]+){2,}\S*(?::\d+)"),                              # /path:line
     re.compile(r"\(\d+,\d+\): (?:error|warning) "),                               # MSBuild diagnostics
@@ -45,6 +45,10 @@ _MACHINE = [
     re.compile(r"\b(?:sonarqube|sonarlint|eslint|pylint|ruff|mypy)\([\w.-]+(?::[\w.-]+)?\)\s*$|"  # IDE problem lines
                r"\[\+\d+ locations?\]", re.I),
     re.compile("^\\s*[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u2B55\u23E9-\u23FA]"),   # a console UI's menu or status line
+    re.compile("(?:[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u2B55\u23E9-\u23FA].*){3}"),  # … or its legend
+    re.compile(r"^\s*[\w@./-]+\.(?:js|mjs|cjs|ts|tsx|jsx|vue|svelte)(?::\d+)+\s"),   # a browser console's source prefix
+    re.compile(r"^\s*at [\w.<>`$\[\]]+\(.*\)(?: in \S.*)?$"),                        # a .NET frame without a line
+    re.compile(r"\b(?:succeeded|failed)(?: with \d+ (?:error|warning)\(s\))? \(\d+(?:\.\d+)?s\)"),  # dotnet build / test
     re.compile(r"^\s*(?:-\w,?\s+)?--?[a-z][\w-]*(?:[ =](?:<[\w-]+>|[A-Z_]+))?\s{2,}[A-Z]"),  # a CLI's option help
 ]
 _QUOTE = re.compile(r"^\s*>")
