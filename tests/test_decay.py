@@ -431,9 +431,28 @@ def test_m012_keeps_every_learned_row_and_the_cascade(monkeypatch):
     import remem
     from remem.store.sqlite import migrations
 
+    from remem.store.sqlite.learned import SqliteLearned
+
+    def old_cursors(self, scope):        # the learned area's cursor SQL of that schema (before m019)
+        where, params = _where(scope)
+        rows = self._db.execute("SELECT owner, project, turns, last_rowid, last_update, learned_at, dirty "
+                                f"FROM learned_cursor WHERE {where}", params)
+        return {(r[0], r[1]): dict(r) for r in rows}
+
+    def old_set_cursor(self, owner, project, seen, now, learner=""):
+        self._db.execute(
+            "INSERT INTO learned_cursor (owner, project, turns, last_rowid, last_update, learned_at, dirty) "
+            "VALUES (?,?,?,?,?,?,0) ON CONFLICT (owner, project) DO UPDATE SET turns = excluded.turns, "
+            "last_rowid = excluded.last_rowid, last_update = excluded.last_update, "
+            "learned_at = excluded.learned_at, dirty = 0", (owner, project, *seen, now))
+
+    from remem.store.sqlite.learned import _where
+
     older = [f for f in migrations.MIGRATIONS if f.__name__ < "m012"]
     with monkeypatch.context() as mp:
         mp.setattr(migrations, "MIGRATIONS", older)
+        mp.setattr(SqliteLearned, "cursors", old_cursors)
+        mp.setattr(SqliteLearned, "set_cursor", old_set_cursor)
         with remem.open() as m:
             ids = seed_early(m)
             learn(m)

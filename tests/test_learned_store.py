@@ -123,6 +123,26 @@ def test_python_face_shape(mem):
     assert mem.learn(rebuild=True)["created"] == 0                 # a rebuild of unchanged turns changes nothing
 
 
+def test_another_learner_version_learns_every_project_again(mem):
+    """After an upgrade the learn job learns projects with no new turns too: their cursor names the
+    learner that wrote it (``layers.learn.learner_version``)."""
+    from remem.layers.learn import learner_version
+
+    seed(mem)
+    first = mem.learn()
+    assert first["projects"] >= 2
+    before = {m["id"]: m["text"] for m in mem.learned(status="all")}
+    assert mem.learn()["projects"] == 0                               # nothing changed: skipped
+    learners = {r[0] for r in mem.store.conn.execute("SELECT learner FROM learned_cursor")}
+    assert learners == {learner_version()}
+    with mem.store.transaction():
+        mem.store.conn.execute("UPDATE learned_cursor SET learner = 'an-older-remem' WHERE project = ?", (PROJECT,))
+    again = mem.learn()
+    assert again["projects"] == 1 and again["skipped"] == first["projects"] - 1
+    assert {m["id"]: m["text"] for m in mem.learned(status="all")} == before     # same turns, same memories
+    assert mem.learn()["projects"] == 0
+
+
 def _say(mem, text: str, sessions: list[str], t0: float) -> None:
     for i, s in enumerate(sessions):
         mem.add_turns([TurnIn(request=text, reply="ok", owner="default", agent="claude-code", project=PROJECT,

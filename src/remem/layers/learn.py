@@ -145,6 +145,29 @@ def observe(turns: list[Turn]) -> list[Observation]:
     return obs
 
 
+# what the learner reads besides this package: error signatures, word weights and stems, CJK runs
+_LEARNER_SOURCES = ("../ingest/signatures.py", "../recall/coverage.py", "../text/cjk.py")
+
+
+@lru_cache(maxsize=1)
+def learner_version() -> str:
+    """A fingerprint of the learning code: the sources of this package and of what it reads. The
+    learn job keeps it on each project's cursor, so a project learned by another version of remem is
+    learned again (an upgrade's extractors reach memories of projects with no new turns too)."""
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha1()
+    try:
+        for f in [*sorted(here.glob("*.py")), *(here / s for s in _LEARNER_SOURCES)]:
+            h.update(f.name.encode() + b"\0" + f.read_bytes())
+    except OSError:                     # sources not on disk (a frozen build): the package's version
+        from .. import __version__
+
+        return "v" + __version__
+    return h.hexdigest()[:16]
+
+
 def learn(turns: Iterable[Turn], *, locked: dict[str, Memory] | None = None,
           rejected: set[str] | None = None) -> list[Memory]:
     """Learned memories of these turns. ``locked`` memories (by id) are kept as they are and never

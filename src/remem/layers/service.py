@@ -27,6 +27,7 @@ from ..store.protocols import Learned
 from . import feedback as fbk
 from . import llm, retention, review
 from .learn import learn as learn_core
+from .learn import learner_version
 from .packets import judge_packets
 from .turnview import to_turns
 from .types import KINDS, STATUSES, Memory, Turn
@@ -291,7 +292,7 @@ def learn_project(mem: Remem, owner: str, project: str, seen: tuple[int, int, fl
             area.add_event(owner, s["id"], "dropped", view(s), None, actor="learner", ts=now)
             counts["dropped"] += 1
         if seen:
-            area.set_cursor(owner, project, seen, now)
+            area.set_cursor(owner, project, seen, now, learner_version())
         else:
             area.drop_cursor(owner, project)
     return counts
@@ -318,7 +319,8 @@ def run(mem: Remem, scope: Scope, *, rebuild: bool = False,
             continue
         seen, cur = have.get(key), cursors.get(key)
         fresh = (cur is not None and not cur["dirty"] and seen is not None
-                 and (cur["turns"], cur["last_rowid"], cur["last_update"]) == seen)
+                 and (cur["turns"], cur["last_rowid"], cur["last_update"]) == seen
+                 and cur.get("learner") == learner_version())      # another remem learned it: again
         if fresh and not rebuild:
             out["skipped"] += 1
             continue

@@ -420,3 +420,9 @@ def p011_turn_time_order(db: PgConnection) -> None:
     its id → scope index is SQLite's alone: PostgreSQL keeps long texts out of line (TOAST), so a row's
     small columns are read without them)."""
     script(db, "CREATE INDEX IF NOT EXISTS turns_owner_ended ON turns(owner, (coalesce(ended_at, started_at, created_at)));")
+
+
+@migration
+def p012_learner_version(db: PgConnection) -> None:
+    """The learner that wrote a project's learn cursor (SQLite's m019_learner_version)."""
+    script(db, "ALTER TABLE learned_cursor ADD COLUMN IF NOT EXISTS learner TEXT NOT NULL DEFAULT '';")

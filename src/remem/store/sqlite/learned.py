@@ -90,16 +90,18 @@ class SqliteLearned:
     def cursors(self, scope: Scope) -> dict[tuple[str, str], dict[str, Any]]:
         where, params = _where(scope)
         rows = self._db.execute(
-            f"SELECT owner, project, turns, last_rowid, last_update, learned_at, dirty FROM learned_cursor "
+            f"SELECT owner, project, turns, last_rowid, last_update, learned_at, dirty, learner FROM learned_cursor "
             f"WHERE {where}", params)
         return {(r[0], r[1]): dict(r) for r in rows}
 
-    def set_cursor(self, owner: str, project: str, seen: tuple[int, int, float], now: float) -> None:
+    def set_cursor(self, owner: str, project: str, seen: tuple[int, int, float], now: float,
+                   learner: str = "") -> None:
         self._db.execute(
-            "INSERT INTO learned_cursor (owner, project, turns, last_rowid, last_update, learned_at, dirty) "
-            "VALUES (?,?,?,?,?,?,0) ON CONFLICT (owner, project) DO UPDATE SET turns = excluded.turns, "
+            "INSERT INTO learned_cursor (owner, project, turns, last_rowid, last_update, learned_at, dirty, learner) "
+            "VALUES (?,?,?,?,?,?,0,?) ON CONFLICT (owner, project) DO UPDATE SET turns = excluded.turns, "
             "last_rowid = excluded.last_rowid, last_update = excluded.last_update, "
-            "learned_at = excluded.learned_at, dirty = 0", (owner, project, *seen, now))
+            "learned_at = excluded.learned_at, dirty = 0, learner = excluded.learner",
+            (owner, project, *seen, now, learner))
 
     def drop_cursor(self, owner: str, project: str) -> None:
         self._db.execute("DELETE FROM learned_cursor WHERE owner = ? AND project = ?", (owner, project))

@@ -690,3 +690,10 @@ def m018_turn_read_indexes(db: sqlite3.Connection) -> None:
     CREATE INDEX IF NOT EXISTS turns_owner_ended ON turns(owner, coalesce(ended_at, started_at, created_at));
     CREATE INDEX IF NOT EXISTS turns_id_scope ON turns(id, owner, project, agent, deleted);
     """)
+
+
+@migration
+def m019_learner_version(db: sqlite3.Connection) -> None:
+    """Each project's learn cursor keeps the learner that wrote it (``layers.learn.learner_version``):
+    after an upgrade the learn job learns every project again, not only those with new turns."""
+    script(db, "ALTER TABLE learned_cursor ADD COLUMN learner TEXT NOT NULL DEFAULT '';")
