@@ -129,4 +129,29 @@ def learn(data: str, labels: str | None, projects: tuple[str, ...], core_at: str
         for name, show in parts if name in r))
 
 
+
+@bench.command("learn-recall")
+@click.option("--data", required=True, type=click.Path(exists=True, file_okay=False),
+              help="The derive-dev folder (SpecStory histories in raw/<project>/).")
+@click.option("--labels", default=None, type=click.Path(exists=True, file_okay=False),
+              help="Label folder, one <project>.json each (default: bench/learn-labels when present).")
+@click.option("--model", default=None, help="Embed with this model (default: embeddings off, lexical recall).")
+@click.option("--keep", default=None, type=click.Path(file_okay=False),
+              help="Keep the imported home in this folder, and reuse it when it is there.")
+@click.option("--set", "settings", multiple=True, metavar="NAME=VALUE[,…]",
+              help="One more run with these recall constants (remem.recall.channels); repeatable.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def learn_recall(data: str, labels: str | None, model: str | None, keep: str | None, settings: tuple[str, ...],
+                 as_json: bool) -> None:
+    """Turn recall on real histories: at the labelled prompts that needed a rule, does search bring back
+    the turns where the user said it (recall@5 / @10, MRR, search time)."""
+    if labels is None and os.path.isdir(os.path.join("bench", "learn-labels")):
+        labels = os.path.join("bench", "learn-labels")
+    if labels is None:
+        raise click.BadParameter("no label folder: give --labels (their probes are the prompts)", param_hint="--labels")
+    mod = harness("learn_recall")
+    _out(mod.run(data, labels, model=model, keep=keep, settings=list(settings)), as_json, mod.render)
+
+
 COMMANDS = [bench]
