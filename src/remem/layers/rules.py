@@ -19,6 +19,7 @@ from .vocab import (
     MEMORY_CUES_EN,
     MEMORY_CUES_ZH,
     REPEAT_EN,
+    REPEAT_TOLD_EN,
     REPEAT_ZH,
     STOP,
     TOOLS,
@@ -67,9 +68,9 @@ _WHY = re.compile(r"\b(?:so that|so (?:we|it|they|i|you) can|because|since)\b|(?
 _SHOULD = re.compile(r"\b(?:should|must|needs? to|has to|have to)\b|(?:必须|应该|一定要|务必)", re.I)
 _BUG = re.compile(r"\b(?:it|this|that) (?:should|must)(?:n'?t)? (?:work|be working|have worked)|\b(?:but|still|though|yet)\b|"
                   r"\b(?:you|we) (?:should|must) (?:have|know)\b", re.I)
-# a thing described as not doing what it should ("host controls dont show up", "the build still doesnt
-# run", "it shouldnt take so long"): a bug report, not a prohibition; a rule's negation leads its
-# sentence or follows a person ("dont show the summary", "we never run it in CI")
+# a thing described as not doing what it should ("host controls dont show up", "the saved filters still
+# dont persist", "it shouldnt take so long"): a bug report, not a prohibition; a rule's negation leads
+# its sentence or follows a person ("dont show the summary", "we never run it in CI")
 _MALFUNCTION = re.compile(
     r"^(?!(?:please|also|and|so|but|just|then|ok|okay|now|pls)\b)(?:(?!(?:i|you|we|u|please)\b)[\w'.-]+\s+){1,5}"
     r"(?:still\s+)?(?:dont|don'?t|doesn'?t|doesnt|do not|does not|didn'?t|didnt|did not|isn'?t|isnt|aren'?t|"
@@ -78,7 +79,6 @@ _MALFUNCTION = re.compile(
     r"persist|connect|start|open|close|stick|register|skip|finish)\w*\b|"
     r"\b(?:it|this|that|they|these|those|which)\s+(?:shouldn'?t|shouldnt|should not)\s+"
     r"(?:take|happen|be (?:happening|failing|slow|so|this|that))\b", re.I)
-_TOLD = re.compile(REPEAT_EN.pattern.replace("again|", ""), re.I)
 MIN_LOOSE_TERMS = 4          # a rule with no concrete anchor needs this many content words
 _CORRECTION_EN = re.compile(
     r"^(?:no[,.!]|nope|wrong|that'?s (?:not|wrong|incorrect)|not like that|not what i|this is not what|"
@@ -317,7 +317,7 @@ def rule_observations(turn: Turn, prev: Turn | None = None, vocab: frozenset[str
     correction = is_correction(voice)
     # "i told you", 我说过 anywhere in the message mark its rules as said before; a bare "again" only
     # its own sentence ("the tests fail again" is a report, "use bun again" a repeat)
-    repeat_told = bool(_TOLD.search(voice) or REPEAT_ZH.search(voice))
+    repeat_told = bool(REPEAT_TOLD_EN.search(voice) or REPEAT_ZH.search(voice))
     for s in sentences(voice):
         repeat = repeat_told or bool(REPEAT_EN.search(s))
         if len(s) > MAX_RULE_CHARS:

@@ -38,8 +38,11 @@ MEMORY_CUES_EN = re.compile(
     r"for future reference|make this a rule|add (?:this|that|it) (?:as|to) (?:a )?(?:cursor )?rules?|"
     r"create a (?:cursor )?rule|write a (?:cursor )?rule)\b", re.I)
 MEMORY_CUES_ZH = re.compile(r"(记住|记得|请记下|牢记|别忘了|不要忘记|写进规则|加到规则|添加.{0,6}规则)")
-REPEAT_EN = re.compile(r"\b(again|i told you|i said|i already (?:said|told)|like i asked|as i said|"
-                       r"didn'?t we (?:fix|agree|decide)|how many times)\b", re.I)
+# the user saying they said it before ("i told you", anywhere in a message) …
+REPEAT_TOLD_EN = re.compile(r"\b(i told you|i said|i already (?:said|told)|like i asked|as i said|"
+                            r"didn'?t we (?:fix|agree|decide)|how many times)\b", re.I)
+# … or "again" (the rules extractor takes it for its own sentence only)
+REPEAT_EN = re.compile(r"\bagain\b|" + REPEAT_TOLD_EN.pattern, re.I)
 REPEAT_ZH = re.compile(r"(你又|又一次|我说过|我已经说过|不是说了|说了多少次|还是没)")
 
 STOP = frozenset("""a an the this that these those it its is are was were be been being to of in on at for
