@@ -51,11 +51,10 @@ def build(mem: Any, raw: str, project: str, folder: str, labels: dict[str, Any])
     """One project's probes as cases: (prompt, the probe's position, the evidence turns' stored ids),
     and every stored turn's position (its (session, turn) in the history's order)."""
     turns = read_project(raw, project)
-    rows = mem.store.conn.execute("SELECT id, session_id, request FROM turns WHERE project = ? AND deleted = 0",
-                                  (folder,)).fetchall()
     stored: dict[tuple[str, str], list[str]] = {}
-    for tid, sid, req in rows:
-        stored.setdefault((str(sid), _norm(req)), []).append(tid)
+    for owner in mem.scope().owners:
+        for r in mem.store.learned.turns_in_time_order(owner, folder):
+            stored.setdefault((str(r["session_id"]), _norm(r["request"])), []).append(r["id"])
     where: dict[tuple[str, int], int] = {}
     position: dict[str, int] = {}
     for i, t in enumerate(turns):
