@@ -18,6 +18,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _CJK = re.compile(f"[{_CJK_LETTERS}]")
 _LETTER = re.compile(f"[A-Za-z{_CJK_LETTERS}]")
 _URL = re.compile(r"@?https?://\S+")
+_EMOJI = "\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u2B55\u23E9-\u23FA"   # pictographs, symbols, arrows
 _MENTION = re.compile(r"(?<![\w`])@[\w./\\:-]+(?::\d+(?:-\d+)?)?")
 # lines that are machine output, not a person writing
 _MACHINE = [
@@ -44,8 +45,8 @@ _MACHINE = [
     re.compile(r"^\s*\"[\w$.-]+\"\s*:\s*\S"),                                   # JSON members ("message": ...)
     re.compile(r"\b(?:sonarqube|sonarlint|eslint|pylint|ruff|mypy)\([\w.-]+(?::[\w.-]+)?\)\s*$|"  # IDE problem lines
                r"\[\+\d+ locations?\]", re.I),
-    re.compile("^\\s*[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u2B55\u23E9-\u23FA]"),   # a console UI's menu or status line
-    re.compile("(?:[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u2B55\u23E9-\u23FA].*){3}"),  # … or its legend
+    re.compile(f"^\\s*[{_EMOJI}]"),                                              # a console UI's menu or status line
+    re.compile(f"(?:[{_EMOJI}][^{_EMOJI}]*){{3}}"),                                  # … or its legend (three emoji)
     re.compile(r"^\s*[\w@./-]+\.(?:js|mjs|cjs|ts|tsx|jsx|vue|svelte)(?::\d+)+\s"),   # a browser console's source prefix
     re.compile(r"^\s*at [\w.<>`$\[\]]+\(.*\)(?: in \S.*)?$"),                        # a .NET frame without a line
     re.compile(r"\b(?:succeeded|failed)(?: with \d+ (?:error|warning)\(s\))? \(\d+(?:\.\d+)?s\)"),  # dotnet build / test
