@@ -37,7 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .learn import load_labels, read_project, resolve_probes, sessions
+from .learn import load_labels, read_project, resolve_probes
+from .learn_store import home_env, place_exports
 
 K = 10
 POOL = 60           # results asked for, so that K remain once the turns after the probe are dropped
@@ -116,17 +117,13 @@ def run(data: str, labels_dir: str, *, model: str | None = None, keep: str | Non
     tmp = keep or tempfile.mkdtemp(prefix="remem-learn-recall-")
     home = os.path.join(tmp, "home")
     fresh = not os.path.isdir(home)
-    env = {"HOME": tmp, "REMEM_DATABASE_URL": "sqlite:///remem.db", "REMEM_LEARN_ENABLED": "0",
-           **({"REMEM_EMBEDDING_MODEL": model} if model else {"REMEM_EMBEDDING_ENABLED": "0"})}
+    env = home_env(tmp, model)
     folders = {p: str(Path(tmp, "projects", p)) for p in projects}
     runs: list[dict[str, Any]] = []
     try:
         if fresh:
             for p in projects:
-                history = Path(folders[p], ".specstory", "history")
-                history.mkdir(parents=True, exist_ok=True)
-                for f in sessions(os.path.join(raw_root, p)):
-                    shutil.copyfile(os.path.join(raw_root, p, f), history / f)
+                place_exports(os.path.join(raw_root, p), Path(folders[p]))
         mem = Remem(home, env=env)
         try:
             t0 = time.perf_counter()

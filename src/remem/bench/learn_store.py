@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .learn import arguments, load_labels, read_project, resolve_probes
+from .learn import arguments, load_labels, read_project, resolve_probes, sessions
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -70,6 +70,21 @@ def _size(home: str, env: dict[str, str]) -> int:
         mem.close()
 
 
+def home_env(tmp: str, model: str | None) -> dict[str, str]:
+    """A throwaway home's settings: its own SQLite file whatever database the caller's environment names,
+    no background learn, embeddings only with ``model``."""
+    return {"HOME": tmp, "REMEM_DATABASE_URL": "sqlite:///remem.db", "REMEM_LEARN_ENABLED": "0",
+            **({"REMEM_EMBEDDING_MODEL": model} if model else {"REMEM_EMBEDDING_ENABLED": "0"})}
+
+
+def place_exports(raw_dir: str, folder: Path) -> None:
+    """A project's SpecStory sessions where a user's are: ``folder/.specstory/history``."""
+    history = folder / ".specstory" / "history"
+    history.mkdir(parents=True, exist_ok=True)
+    for f in sessions(raw_dir):
+        shutil.copyfile(os.path.join(raw_dir, f), history / f)
+
+
 def measure(raw_dir: str, project: str, labels: dict[str, Any] | None, *,
             model: str | None = None) -> tuple[dict[str, Any], list[tuple[int, int]], list[tuple[int, int]]]:
     """One project's import, learn and database growth (its row), and its packets before and after
@@ -77,21 +92,15 @@ def measure(raw_dir: str, project: str, labels: dict[str, Any] | None, *,
     from remem.core import Remem
     from remem.sources.custom import add_project_folders
 
-    files = sorted(f for f in os.listdir(raw_dir) if f.endswith(".md"))
     prompts: list[str] = []
     if labels is not None:
         resolved = resolve_probes(labels.get("probes") or [], read_project(raw_dir, project))
         prompts = [p["prompt"] for p in resolved["probes"] if (p.get("prompt") or "").strip()]
     with tempfile.TemporaryDirectory(prefix="remem-learn-store-") as tmp:
         folder = Path(tmp, "projects", project)
-        history = folder / ".specstory" / "history"
-        history.mkdir(parents=True)
-        for f in files:
-            shutil.copyfile(os.path.join(raw_dir, f), history / f)
+        place_exports(raw_dir, folder)
         home = os.path.join(tmp, "home")
-        # the throwaway home's own SQLite file, whatever database the caller's environment names
-        env = {"HOME": tmp, "REMEM_DATABASE_URL": "sqlite:///remem.db", "REMEM_LEARN_ENABLED": "0",
-               **({"REMEM_EMBEDDING_MODEL": model} if model else {"REMEM_EMBEDDING_ENABLED": "0"})}
+        env = home_env(tmp, model)
         mem = Remem(home, env=env)
         try:
             t0 = time.perf_counter()
