@@ -124,6 +124,14 @@ def test_pick_rules_on_plain_values():
     assert [m["id"] for m in pick(lint, "please format the code before committing", now=now)] == ["l"]
     assert [m["id"] for m in pick(lint, "安装一个日期选择器", now=now)] == ["p"]
     assert [m["id"] for m in pick(lint, "which package manager do we use here", now=now)] == ["p"]
+    # a tool chosen for a kind of work comes back when the prompt asks for that work
+    tools = [{"id": "r", "kind": "preference", "slot": "tool.test_runner", "status": "active", "sessions": ["1", "2"],
+              "text": "Use mstest."},
+             {"id": "x", "kind": "preference", "slot": "tool.linter", "status": "active", "sessions": ["1", "2"],
+              "text": "Use ruff, not flake8."}]
+    assert [m["id"] for m in pick(tools, "write unit tests for the batch configuration loader", now=now)] == ["r"]
+    assert [m["id"] for m in pick(tools, "set up a linter for the new package", now=now)] == ["x"]
+    assert pick(tools, "add a settings page with a dark mode toggle", now=now) == []
     # pasted logs are not what the user asks: a test log does not make a prompt about tests
     pasted = "why is the page blank?\n```\nFAILED tests/test_x.py::test_y - AssertionError\n" + "noise line\n" * 50 + "```"
     assert "a" not in [m["id"] for m in pick(mems, pasted, now=now)]

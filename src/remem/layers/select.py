@@ -84,6 +84,10 @@ SLOT_CUES: dict[str, re.Pattern[str]] = {
     "tool.js_runtime": re.compile(r"\b(node|nodejs|bun|deno|npm|npx|bunx|script|scripts)\b", re.I),
     "tool.python_env": re.compile(r"\b(pip|uv|poetry|venv|virtualenv|conda|python)\b", re.I),
 }
+# the tool that fills a slot is cued by the work it does: writing or running tests → the test runner
+SLOT_CUES["tool.test_runner"] = SLOT_CUES["cmd.test"]
+SLOT_CUES["tool.linter"] = SLOT_CUES["cmd.lint"]
+SLOT_CUES["tool.bundler"] = SLOT_CUES["cmd.build"]
 _ACT = re.compile(r"^\W*(?:(?:yes|yep|ok|okay|great|cool|sure|perfect|good|nice|thanks|alright)\b[\W]*)*"
                   r"(?:let'?s |please |now |then |and )*"
                   r"(go ahead|do it|proceed|make (?:this|that|the|these|those) changes?|implement|add|remove|"
