@@ -381,7 +381,15 @@ def test_large_store_word_query_keeps_rare_words_within_a_budget(mem, monkeypatc
     assert expr("pairwords zq5_pairword") == ('"pairword"* OR "zq5_pairword"', False)
     assert expr("joined") == ('"join"*', False)                          # only common words: all kept here
     monkeypatch.setattr(channels, "RARE_FROM", 10 ** 6)
+    monkeypatch.setattr(channels, "SMALL_PRUNE_FROM", 10 ** 6)
     assert expr("joined pairword") == ('"join"* OR "pairword"', False)  # a small store keeps every word (stems)
+    # from SMALL_PRUNE_FROM, a word in over a fifth of the turns is left out while a rarer one stays,
+    # judged by its own count and its stem's ("joined" is in every turn, "join" in none)
+    monkeypatch.setattr(channels, "SMALL_PRUNE_FROM", 10)
+    assert expr("joined pairword") == ('"pairword"', False)
+    assert expr("joined nosuchword") == ('"join"* OR "nosuchword"', False)  # only an unseen word is rarer: kept
+    assert expr("joined") == ('"join"*', False)                         # nothing rarer: kept
+    assert expr("joined_pairword joined") == ('"joined_pairword"', False)
 
 
 def test_large_store_word_query_weighs_chinese_terms_as_it_weighs_words(mem, monkeypatch):
