@@ -496,3 +496,26 @@ def test_i_want_to_show_or_support_a_behaviour_is_a_rule_candidate() -> None:
     wish = _rules("I want to support resuming an interrupted batch run from its last finished group")
     assert wish and not wish[0].evidence.explicit                      # a candidate until said again
     assert _rules("I want to add a settings page today") == []         # a task
+
+
+def test_complaints_about_unasked_changes_in_two_sessions_are_one_standing_rule() -> None:
+    """"i didnt ask for a deprecation warning" in one session and "why did you add info i didnt ask for"
+    in another: the agent widened the scope twice. That is one rule, in canonical words, citing both
+    turns; said once it waits as a candidate; in Chinese the same."""
+    from remem.layers.rules import UNASKED_RULE
+
+    a = T(1, "i didnt ask for a deprecation warning, i asked you to make a change", session="a")
+    b = T(2, "why did you add info i didnt ask for", session="b")
+    c = T(3, "no, i didnt ask you to remove the disabled state", session="c")
+    one = [m for m in learn([a]) if m.key == "rule:unasked"]
+    assert [(m.text, m.status, m.polarity) for m in one] == [(UNASKED_RULE[0], "candidate", -1)]
+    mems = [m for m in learn([a, b, c]) if m.key == "rule:unasked"]
+    assert len(mems) == 1 and mems[0].status == "active"
+    assert [e.turn_id for e in mems[0].evidence] == ["a#1", "b#2", "c#3"]
+    zh = [m for m in learn([T(1, "我没让你改数据库的结构", session="z1"), T(2, "我没有要求你加日志", session="z2")])
+          if m.key == "rule:unasked"]
+    assert [(m.text, m.status) for m in zh] == [(UNASKED_RULE[1], "active")]
+    # asking for something, or the agent's own words pasted, are no complaint
+    for text in ("i asked you to add a retry to the upload, did it work?", "can you ask for the token at startup?",
+                 "> I didn't ask for permission because the tool ran in auto mode\n\nok thanks"):
+        assert not [o for o in rule_observations(T(1, text)) if o.key == "rule:unasked"], text

@@ -91,6 +91,14 @@ _CORRECTION_ZH = re.compile(r"^(?:不对|不是|错了|你又|不要这样|我�
 _REMINDER_EN = re.compile(r"\b(?:you|u)\s+(?:(?:again|still|also)\s+)?(?:forgot|keep forgetting|are forgetting)\s+"
                           r"(?:to\s+)?(?P<what>[^,;:!?]+)", re.I)
 _REMINDER_ZH = re.compile(r"你(?:又|还是|总是)?(?:忘了|忘记了?)(?:要)?(?P<what>[^，。！？；,!?;]+)")
+# the user complaining that the agent did more than asked: "i didnt ask for a deprecation warning",
+# "why did you add info i didnt ask for", "i never asked for a dashboard page", 我没让你加这个. Said in
+# two sessions, that is a standing rule of its own (agents widen the scope), in canonical words
+_UNASKED_EN = re.compile(r"\bi (?:did not|didn'?t|didnt|never) ask(?:ed)? (?:you )?(?:for|to)\b|"
+                         r"\bnot what i asked(?: for)?\b|\bstick to (?:the requested change|what i asked)", re.I)
+_UNASKED_ZH = re.compile(r"我(?:没|没有|并没有|又没)(?:让|要求|叫)你")
+UNASKED_RULE = ("Change only what was asked: no features, sections, output or removals the user did not ask for.",
+                "只改要求的内容：不要加、也不要删用户没要求的功能、内容或输出。")
 _DECISION_EN = re.compile(
     r"\b(let'?s (?:go with|use|keep|stick with|do the|choose)|we(?:'ll| will) (?:go with|use)|"
     r"i(?:'ll| will)? go with|we decided|i(?:'ve)? decided|decided to|the decision is|go with option|"
@@ -318,6 +326,14 @@ def rule_observations(turn: Turn, prev: Turn | None = None, vocab: frozenset[str
     # "i told you", 我说过 anywhere in the message mark its rules as said before; a bare "again" only
     # its own sentence ("the tests fail again" is a report, "use bun again" a repeat)
     repeat_told = bool(REPEAT_TOLD_EN.search(voice) or REPEAT_ZH.search(voice))
+    unasked = _UNASKED_EN.search(voice) or _UNASKED_ZH.search(voice)
+    if unasked:
+        zh = unasked.re is _UNASKED_ZH
+        out.append(Observation(kind="preference", key="rule:unasked", text=UNASKED_RULE[zh], project=turn.project,
+                               evidence=_evidence(turn, repeat_told), polarity=-1,
+                               terms=terms(UNASKED_RULE[zh]),
+                               data={"said": next((x for x in sentences(voice) if unasked.group(0) in x),
+                                                  unasked.group(0))[:MAX_RULE_CHARS]}))
     for s in sentences(voice):
         repeat = repeat_told or bool(REPEAT_EN.search(s))
         if len(s) > MAX_RULE_CHARS:
