@@ -65,6 +65,14 @@ def test_stale_lock_is_recovered_and_stop_works(tmp_path):
     r = cli(home, "serve", "--stop")
     assert r.returncode == 0 and "not running" in r.stdout
     assert "not running" in cli(home, "status").stdout
+    d3 = Daemon(home, port=d.port).start()      # `remem down`: what `remem up` started, stopped
+    try:
+        r = cli(home, "down")
+        assert r.returncode == 0 and f"stopped remem (pid {d3.proc.pid})" in r.stdout
+        assert d3.proc.wait(10) == 0
+    finally:
+        d3.stop()
+    assert "not running" in cli(home, "down").stdout
 
 
 def test_port_taken_by_another_program(tmp_path):

@@ -59,6 +59,19 @@ def serve(ctx: click.Context, host: str | None, port: int | None, stop_: bool, n
 
 
 @click.command()
+@click.pass_context
+@handle_errors
+def down(ctx: click.Context) -> None:
+    """Stop this home's daemon (what `remem up` started; the same as `remem serve --stop`).
+
+    Agents keep working without it: their hooks recall from the database directly."""
+    from ..server import daemon
+
+    _stopped, msg = daemon.stop(_home(ctx))
+    click.echo(msg)
+
+
+@click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--login-link", is_flag=True, help="Also print a one-click viewer login link (contains the token).")
 @click.pass_context
@@ -295,7 +308,7 @@ def up(ctx: click.Context, no_import: bool, no_daemon: bool, port: int | None, a
                 click.echo(f"  {t['skipped_unknown']} skipped (unknown record type; nothing remem understands was lost)")
         click.echo(f"remem home: {d['home']}  ·  memories stored: {d['memories']}")
         if d.get("url"):
-            click.echo(f"viewer: {d['url']}  (daemon {d['daemon']}, pid {d['pid']})")
+            click.echo(f"viewer: {d['url']}  (daemon {d['daemon']}, pid {d['pid']}; `remem down` stops it)")
             click.echo(f"log in with the token in {Path(d['home']) / 'token'}, "
                        "or open the link from `remem status --login-link`")
         hooks = d.get("hooks") or {}
@@ -383,4 +396,4 @@ class _Null:
         return None
 
 
-COMMANDS = [up, serve, status, mcp]
+COMMANDS = [up, down, serve, status, mcp]
