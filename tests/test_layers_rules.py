@@ -375,7 +375,8 @@ def test_a_reminder_supports_the_rule_it_repeats_and_makes_none_of_its_own() -> 
     zh_rule = T(5, "每次改完代码都要更新文档里的接口说明", session="c")
     zh_said = T(6, "你又忘了更新文档里的接口说明", session="d")
     mems = learn([rule, said, zh_rule, zh_said])
-    log = [m for m in mems if "changelog" in m.text and m.kind in ("preference", "convention")]
+    log = [m for m in mems if "changelog" in m.text and m.kind in ("preference", "convention")
+           and m.key != "rule:docs-current"]          # (the docs routine: its own test)
     assert len(log) == 1 and {e.session for e in log[0].evidence} == {"a", "b"}
     assert log[0].text == rule.request and log[0].status == "active"
     doc = [m for m in mems if "接口说明" in m.text and m.kind in ("preference", "convention")]
@@ -519,3 +520,38 @@ def test_complaints_about_unasked_changes_in_two_sessions_are_one_standing_rule(
     for text in ("i asked you to add a retry to the upload, did it work?", "can you ask for the token at startup?",
                  "> I didn't ask for permission because the tool ran in auto mode\n\nok thanks"):
         assert not [o for o in rule_observations(T(1, text)) if o.key == "rule:unasked"], text
+
+
+def test_asking_for_the_docs_to_follow_the_work_in_two_sessions_is_a_standing_rule() -> None:
+    """"lets make sure the documentation is up to date" in one session, "please update all documentation"
+    in another: the agent should do it unasked. One convention in canonical words, a routine (it waits
+    behind the project's own rules for the session start's few slots)."""
+    from remem.layers.rules import DOCS_RULE
+
+    a = T(1, "lets make sure the documentation is up to date", session="a")
+    b = T(2, "great. please update all documentation and commit", session="b")
+    one = [m for m in learn([a]) if m.key == "rule:docs-current"]
+    assert [(m.text, m.status) for m in one] == [(DOCS_RULE[0], "candidate")]
+    both = [m for m in learn([a, b]) if m.key == "rule:docs-current"]
+    assert len(both) == 1 and both[0].status == "active" and both[0].kind == "convention"
+    assert both[0].data["routine"] and [e.turn_id for e in both[0].evidence] == ["a#1", "b#2"]
+    zh = [m for m in learn([T(1, "改好了，更新一下相关文档", session="z1"), T(2, "请同步更新README", session="z2")])
+          if m.key == "rule:docs-current"]
+    assert [(m.text, m.status) for m in zh] == [(DOCS_RULE[1], "active")]
+    for text in ("the docs say the flag is deprecated, is that right?", "read the readme first",
+                 "why did the update of the docs site fail?", "I updated the readme myself"):
+        assert not [o for o in rule_observations(T(1, text)) if o.key == "rule:docs-current"], text
+
+
+def test_a_routine_waits_behind_the_projects_own_rules_at_a_session_start() -> None:
+    from remem.layers.select import pick
+
+    def rule(i: int, text: str, n: int, **data: object) -> dict[str, object]:
+        return {"id": f"r{i}", "kind": "convention", "status": "active", "text": text, "confidence": 0.9,
+                "sessions": [str(s) for s in range(n)], "data": data}
+
+    mems = [rule(1, "Keep the documentation up to date with each change.", 5, routine=True),
+            rule(2, "One type per file.", 2), rule(3, "Never use tuples in public APIs.", 2),
+            rule(4, "Keep the console app to input and display only.", 3)]
+    got = [m["id"] for m in pick(mems, "", entry="session_start", now=1_800_000_000.0)]
+    assert set(got) == {"r2", "r3", "r4"}             # the routine, said in more sessions, waits

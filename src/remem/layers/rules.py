@@ -99,6 +99,17 @@ _UNASKED_EN = re.compile(r"\bi (?:did not|didn'?t|didnt|never) ask(?:ed)? (?:you
 _UNASKED_ZH = re.compile(r"我(?:没|没有|并没有|又没)(?:让|要求|叫)你")
 UNASKED_RULE = ("Change only what was asked: no features, sections, output or removals the user did not ask for.",
                 "只改要求的内容：不要加、也不要删用户没要求的功能、内容或输出。")
+# the user asking for the documentation to follow the work: "lets make sure the documentation is up to
+# date", "please update all documentation", 更新一下文档. Asked in two sessions, that is a standing
+# expectation (the agent should do it unasked), in canonical words
+_DOC = r"(?:documentation|docs?|readme|changelog|in-app help)"
+_DOCS_EN = re.compile(r"\b(?:make sure|ensure|keep|check that)\b[^.!?]{0,60}\b" + _DOC + r"\b[^.!?]{0,40}\b"
+                      r"(?:up to date|updated|accurate|current|in sync|in line)|"
+                      r"^(?:(?:ok|okay|great|please|now|then|also|and|lets|let'?s|go ahead and)[,:]?\s+)*"
+                      r"update (?:all |the |our )*(?:relevant |other |project )*" + _DOC + r"\b", re.I)
+_DOCS_ZH = re.compile(r"(?:更新|同步)(?:一下)?(?:所有的?|相关的?)?(?:文档|README|说明文档|changelog)|文档(?:要)?保持(?:最新|同步)", re.I)
+DOCS_RULE = ("Keep the documentation (README, docs, changelog) up to date with each change.",
+             "每次改动后同步更新文档（README、docs、changelog）。")
 _DECISION_EN = re.compile(
     r"\b(let'?s (?:go with|use|keep|stick with|do the|choose)|we(?:'ll| will) (?:go with|use)|"
     r"i(?:'ll| will)? go with|we decided|i(?:'ve)? decided|decided to|the decision is|go with option|"
@@ -334,6 +345,10 @@ def rule_observations(turn: Turn, prev: Turn | None = None, vocab: frozenset[str
                                terms=terms(UNASKED_RULE[zh]),
                                data={"said": next((x for x in sentences(voice) if unasked.group(0) in x),
                                                   unasked.group(0))[:MAX_RULE_CHARS]}))
+    # (a reminder, "you forgot to update the changelog", supports the rule it repeats and makes none; said
+    # with "always" / 每次, the sentence is a standing rule in its own words)
+    docs = next(((x, m) for x in sentences(voice) if (m := _DOCS_EN.search(x) or _DOCS_ZH.search(x))
+                 and not (_REMINDER_EN.search(x) or _REMINDER_ZH.search(x)) and not _general(x)), None)
     for s in sentences(voice):
         repeat = repeat_told or bool(REPEAT_EN.search(s))
         if len(s) > MAX_RULE_CHARS:
@@ -408,6 +423,11 @@ def rule_observations(turn: Turn, prev: Turn | None = None, vocab: frozenset[str
                                    terms=t, data={"reason": reason, "anchors": sorted(anc)}))
         if chosen and len(out) == before:
             out.append(_adopted(turn, s, chosen, general or cue or repeat))
+    if docs:
+        zh = docs[1].re is _DOCS_ZH
+        out.append(Observation(kind="convention", key="rule:docs-current", text=DOCS_RULE[zh], project=turn.project,
+                               evidence=_evidence(turn, repeat_told), terms=terms(DOCS_RULE[zh]),
+                               data={"said": docs[0][:MAX_RULE_CHARS], "routine": True}))
     if correction and prev is not None:
         did = [a.command or a.path for a in prev.actions if a.command or a.path][-3:]
         first = sentences(voice)[:1]

@@ -198,7 +198,8 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
         least = 1 if start else CORE_SUPPORT
         rules = sorted((m for m in rest if m.get("kind") in RULE_KINDS
                         and (_support(m) >= least or start and _by_user(m))),
-                       key=lambda m: (not _by_user(m), -_support(m), -float(m.get("confidence") or 0)))
+                       key=lambda m: (not _by_user(m), bool((m.get("data") or {}).get("routine")), -_support(m),
+                                      -float(m.get("confidence") or 0)))
         for m in rules[:CORE_RULES]:
             take(m, "core", 1.5 + float(m.get("confidence") or 0))
 
