@@ -198,6 +198,14 @@ def _evidence(turn: Turn, explicit: bool) -> Evidence:
     return Evidence(turn_id=turn.id, session=turn.session, ts=turn.ts, source="user", explicit=explicit)
 
 
+def _canonical(turn: Turn, kind: str, key: str, text: str, said: str, explicit: bool, polarity: int = 1,
+               **data: object) -> Observation:
+    """A rule users say in many words (a complaint, a routine ask), kept in ``text``, one per project by
+    its ``key``; ``said``: the user's sentence."""
+    return Observation(kind=kind, key=key, text=text, project=turn.project, evidence=_evidence(turn, explicit),
+                       polarity=polarity, terms=terms(text), data={"said": said[:MAX_RULE_CHARS], **data})
+
+
 def _rule_kind(sentence: str) -> str:
     return "convention" if _CONVENTION.search(sentence) else "preference"
 
@@ -339,12 +347,9 @@ def rule_observations(turn: Turn, prev: Turn | None = None, vocab: frozenset[str
     repeat_told = bool(REPEAT_TOLD_EN.search(voice) or REPEAT_ZH.search(voice))
     unasked = _UNASKED_EN.search(voice) or _UNASKED_ZH.search(voice)
     if unasked:
-        zh = unasked.re is _UNASKED_ZH
-        out.append(Observation(kind="preference", key="rule:unasked", text=UNASKED_RULE[zh], project=turn.project,
-                               evidence=_evidence(turn, repeat_told), polarity=-1,
-                               terms=terms(UNASKED_RULE[zh]),
-                               data={"said": next((x for x in sentences(voice) if unasked.group(0) in x),
-                                                  unasked.group(0))[:MAX_RULE_CHARS]}))
+        said = next((x for x in sentences(voice) if unasked.group(0) in x), unasked.group(0))
+        out.append(_canonical(turn, "preference", "rule:unasked", UNASKED_RULE[unasked.re is _UNASKED_ZH], said,
+                              repeat_told, polarity=-1))
     # (a reminder, "you forgot to update the changelog", supports the rule it repeats and makes none; said
     # with "always" / 每次, the sentence is a standing rule in its own words)
     docs = next(((x, m) for x in sentences(voice) if (m := _DOCS_EN.search(x) or _DOCS_ZH.search(x))
@@ -424,10 +429,8 @@ def rule_observations(turn: Turn, prev: Turn | None = None, vocab: frozenset[str
         if chosen and len(out) == before:
             out.append(_adopted(turn, s, chosen, general or cue or repeat))
     if docs:
-        zh = docs[1].re is _DOCS_ZH
-        out.append(Observation(kind="convention", key="rule:docs-current", text=DOCS_RULE[zh], project=turn.project,
-                               evidence=_evidence(turn, repeat_told), terms=terms(DOCS_RULE[zh]),
-                               data={"said": docs[0][:MAX_RULE_CHARS], "routine": True}))
+        out.append(_canonical(turn, "convention", "rule:docs-current", DOCS_RULE[docs[1].re is _DOCS_ZH], docs[0],
+                              repeat_told, routine=True))
     if correction and prev is not None:
         did = [a.command or a.path for a in prev.actions if a.command or a.path][-3:]
         first = sentences(voice)[:1]
