@@ -236,3 +236,30 @@ def test_texts_side_by_side_give_the_same_vectors(built):
     two = enc.embed(DOCS + TEXTS, query=False, workers=2)
     assert one is not None and two is not None
     assert np.allclose(one, two, atol=1e-5)
+
+
+def test_smoothing_keeps_the_function_and_every_product_is_int8(built, tmp_path):
+    """smooth() moves the FFN inputs' outlier channels into the weights: in float the network
+    computes the same vectors as before, and the shipped file multiplies every weight in int8."""
+    import onnx
+    import onnxruntime as ort
+
+    emb, enc = built
+    m = enc.model
+    plain = e5onnx.build_graph(m)
+    smoothed = e5onnx.build_graph(m)
+    e5onnx.smooth(m, smoothed)
+    assert sum(n.name.endswith(".in") for n in smoothed.graph.node) == 2 * m.NL
+
+    def run(model, text):
+        sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        return sess.run(None, {"x": m.embed_input([m.bos, *m.token_ids("query: " + text), m.eos])})[0]
+
+    for text in TEXTS[:6]:
+        a, b = run(plain, text), run(smoothed, text)
+        assert float(a @ b / np.linalg.norm(a) / np.linalg.norm(b)) > 0.99999, text
+    ops = [n.op_type for n in onnx.load(str(enc.cache)).graph.node]
+    assert "MatMul" in ops  # the attention's own products (activations by activations) stay float
+    float_weights = [n.name for n in onnx.load(str(enc.cache)).graph.node
+                     if n.op_type == "MatMul" and ".mm_" in n.name]
+    assert not float_weights, float_weights
