@@ -47,7 +47,7 @@ BLOCK_BYTES = 2 + QK // 2  # fp16 scale + 16 bytes of nibbles
 #: bump when the graph changes: the cache file name carries it
 GRAPH_VERSION = 3
 CACHE_PREFIX = "e5-small-query-"
-#: seconds a build may take (about 5 on the benchmark machine)
+#: seconds a build may take (about 7 on the benchmark machine)
 BUILD_TIMEOUT = 600
 
 
