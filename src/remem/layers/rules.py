@@ -345,16 +345,17 @@ def rule_observations(turn: Turn, prev: Turn | None = None, vocab: frozenset[str
     # "i told you", 我说过 anywhere in the message mark its rules as said before; a bare "again" only
     # its own sentence ("the tests fail again" is a report, "use bun again" a repeat)
     repeat_told = bool(REPEAT_TOLD_EN.search(voice) or REPEAT_ZH.search(voice))
+    sents = sentences(voice)
     unasked = _UNASKED_EN.search(voice) or _UNASKED_ZH.search(voice)
     if unasked:
-        said = next((x for x in sentences(voice) if unasked.group(0) in x), unasked.group(0))
+        said = next((x for x in sents if unasked.group(0) in x), unasked.group(0))
         out.append(_canonical(turn, "preference", "rule:unasked", UNASKED_RULE[unasked.re is _UNASKED_ZH], said,
                               repeat_told, polarity=-1))
     # (a reminder, "you forgot to update the changelog", supports the rule it repeats and makes none; said
     # with "always" / 每次, the sentence is a standing rule in its own words)
-    docs = next(((x, m) for x in sentences(voice) if (m := _DOCS_EN.search(x) or _DOCS_ZH.search(x))
+    docs = next(((x, m) for x in sents if (m := _DOCS_EN.search(x) or _DOCS_ZH.search(x))
                  and not (_REMINDER_EN.search(x) or _REMINDER_ZH.search(x)) and not _general(x)), None)
-    for s in sentences(voice):
+    for s in sents:
         repeat = repeat_told or bool(REPEAT_EN.search(s))
         if len(s) > MAX_RULE_CHARS:
             continue
@@ -433,7 +434,7 @@ def rule_observations(turn: Turn, prev: Turn | None = None, vocab: frozenset[str
                               repeat_told, routine=True))
     if correction and prev is not None:
         did = [a.command or a.path for a in prev.actions if a.command or a.path][-3:]
-        first = sentences(voice)[:1]
+        first = sents[:1]
         if first:
             t = terms(first[0])
             out.append(Observation(kind="correction", key="correction:" + _hash(turn.id), text=first[0],
