@@ -348,23 +348,30 @@ def smooth(m: ModelFile, model: Any, texts: tuple[str, ...] = CALIBRATION) -> No
         model.graph.node.insert(list(model.graph.node).index(n), mul)
 
 
+def quantize(src: Path, dest: Path, products: tuple[str, ...] = ("mm_qkv", "mm_ao", "mm_fi", "mm_fo")) -> None:
+    """onnxruntime's dynamic int8 quantisation of the float graph at ``src`` into ``dest``: the named
+    weight products (one scale per weight column); every other node stays float."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    names = [n.name for n in onnx.load(str(src)).graph.node
+             if n.op_type == "MatMul" and n.name.rsplit(".", 1)[-1] in products]
+    quantize_dynamic(str(src), str(dest), weight_type=QuantType.QInt8, per_channel=True, nodes_to_quantize=names)
+
+
 def build_int8(m: ModelFile, dest: Path) -> Path:
     """Write the int8 encoder to ``dest`` (atomically); returns it: every weight product int8,
     the FFN's after :func:`smooth`."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    import onnx
 
     model = build_graph(m)
     smooth(m, model)
-    weights = [n.name for n in model.graph.node if n.op_type == "MatMul" and ".mm_" in n.name]
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".e5onnx-") as tmp:
         src = Path(tmp, "f32.onnx")
-        import onnx
-
         onnx.save(model, str(src))
         out = Path(tmp, "int8.onnx")
-        quantize_dynamic(str(src), str(out), weight_type=QuantType.QInt8, per_channel=True,
-                         nodes_to_quantize=weights)
+        quantize(src, out)
         os.replace(out, dest)
     return dest
 

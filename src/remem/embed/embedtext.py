@@ -16,7 +16,7 @@ as many tokens on one Chinese character as on three Latin ones). A request of up
 whole; a longer one by its first 200 and last 64, about the 48 + 16 tokens a prompt is embedded by
 at recall (recall/channels.py ``QUERY_EMBED_TOKENS``): the middle of a long request is mostly pasted
 code or log, which the word indexes read in full. That and the shorter opening (100) took session
-21's real-shaped turns from 160 to 144 tokens (embedding 34.5 -> 39.4 turns/s on two cores), with
+21's real-shaped turns from 160 to 144 tokens (embedding 34.5 -> 40.0 turns/s on two cores, best round), with
 turn recall at the labelled dev probes and LoCoMo unchanged within noise (bench/RESULTS.md).
 """
 
