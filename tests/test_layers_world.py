@@ -139,6 +139,35 @@ def test_working_state_is_short_and_names_the_open_error() -> None:
     assert "CS0246" in ws.text and "Next:" in ws.text and ws.data["expires_at"] > s[-1].ts
 
 
+
+def test_a_session_that_continues_carries_the_goal_on_and_says_what_was_done() -> None:
+    """A session opening with "continue" gets the previous session's goal, not "Goal: continue"; a
+    greeting, a thanks and a pasted test name are no goal; the last reply's report of work is "Done"
+    (not "You're right!" or a list's heading), and a bold "Next steps:" heading gives its list."""
+    first = [T("a", 1, [], request="Hello! Migrate the billing job from cron to the task queue."),
+             T("a", 2, [Action(tool="edit", path="jobs/billing.py")], request="ok",
+               reply="You're absolutely right! Let me check the scheduler first.\n\n"
+                     "I've moved the billing job onto the queue and removed the cron entry.\n\n"
+                     "**Next steps:**\n1. Backfill the missed invoices\n2. Delete `cron.d/billing`")]
+    later = [T("b", 1, [], request="continue working on this", day=1),
+             T("b", 2, [], request="thanks", day=1, reply="Here is what changed:\n- a\n- b")]
+    pasted = [T("c", 1, [], request="FileFinder_SpecialCharactersInFilename_FindsCorrectly\n"
+                                    "why does this test fail on Windows only?", day=2)]
+    ws = {m.evidence[0].session: m for m in learn(first + later + pasted) if m.kind == "working_state"}
+    a, b, c = ws["a"].text, ws["b"].text, ws["c"].text
+    assert a.startswith("Goal: Migrate the billing job from cron to the task queue.")
+    assert "Done: I've moved the billing job onto the queue" in a and "right!" not in a
+    assert "Next: Backfill the missed invoices; Delete `cron.d/billing`" in a
+    assert b.startswith("Goal: Migrate the billing job") and "Done:" not in b        # carried on; no report of work
+    assert c == "Goal: why does this test fail on Windows only?"
+    assert working_state(later) is None                        # alone: no goal to carry on and nothing done
+    # over budget, what was done goes first and the goal, next steps and open error stay
+    long = [T("d", 1, [sh("dotnet build", FAIL_DOTNET)], request="fix the build " + "of the library " * 8,
+              reply="I've added " + "the missing using directive and more " * 6 + ".\n\nNext steps: " + "x" * 150)]
+    d = working_state(long)
+    assert d is not None and len(d.text) <= 500 and "Open error: CS0246" in d.text and "Next:" in d.text
+
+
 def _mem(mid: str, slot: str, value: str, sessions: list[str], ts: float, source: str = "inferred",
          locked: bool = False) -> Memory:
     ev = [Evidence(turn_id=f"{s}#1", session=s, ts=ts, source=source) for s in sessions]

@@ -130,13 +130,15 @@ def observe(turns: list[Turn]) -> list[Observation]:
         by_session[t.session].append(t)
         prev = t
     uses = []
+    goal = ""   # the previous session's: a session opening with "continue" carries it on
     for sess in by_session.values():
         procs = procedure_observations(sess)
         obs.extend(procs)
         uses += fix_uses(sess, procs) + sequence_uses(sess)
-        ws = working_state(sess)
+        ws = working_state(sess, goal)
         if ws is not None:
             obs.append(ws)
+            goal = ws.data.get("goal") or goal
     obs.extend(world_observations(turns))
     pos = {t.id: i for i, t in enumerate(turns)}
     uses.sort(key=lambda u: pos.get(u["turn_id"], 0))

@@ -12,6 +12,7 @@ import hashlib
 import re
 from collections import Counter, defaultdict
 
+from ..text.cjk import LETTERS
 from .clean import sentences, user_voice
 from .commands import category, family, outcome, segments, signatures
 from .types import Evidence, Observation, Turn
@@ -176,11 +177,83 @@ def world_observations(turns: list[Turn]) -> list[Observation]:
     return out
 
 
-def working_state(session_turns: list[Turn]) -> Observation | None:
-    """Goal, what was done, next steps, the open error and files touched, in ≤ 500 characters."""
+# what opens a session without saying what it is for: "continue", "pick up where we left off",
+# a greeting, a thanks; and a first line that is pasted material (a test name, a line of code)
+_CONTINUATION = re.compile(r"\b(?:continue|continuing|keep going|go on|carry on|proceed|resume|pick(?:ing)? up|"
+                           r"left off|where (?:we|you) (?:were|stopped))\b|继续|接着", re.I)
+_ACK = re.compile(r"^\W*(?:ok(?:ay)?|yes|yep|no|sure|thanks?|thank you|great|cool|nice|perfect|excellent|"
+                  r"awesome|good|done|hi|hello|hey|greetings|好的?|谢谢|是的?|嗯|可以)\b[\W]*$", re.I)
+_GREETING = re.compile(r"^(?:hi|hello|hey|greetings)\b[,!.]?\s*", re.I)
+_CJK_RUN = re.compile(f"[{LETTERS}]")
+_CODE_LINE = re.compile(r"[;{}]\s*$|^(?:\w+\s+)?[\w.\[\]]+\s*=[^=]")   # "x = f()", "Key=value", "…;"
+#: a continuation this short names no goal of its own ("continue working on this application")
+CONTINUATION_WORDS = 8
+GOAL_CHARS = 140
+DONE_CHARS = 120
+
+
+def goal_of(sentence: str) -> str:
+    """``sentence`` as a session's goal, or "" when it says none: an acknowledgement, a short
+    continuation, one pasted token or line of code. A leading greeting is dropped."""
+    s = _GREETING.sub("", sentence).strip()
+    if not s or _ACK.match(s):
+        return ""
+    cjk = bool(_CJK_RUN.search(s))
+    if _CONTINUATION.search(s) and (len(s) <= 3 * CONTINUATION_WORDS if cjk else len(s.split()) <= CONTINUATION_WORDS):
+        return ""
+    if not cjk and (" " not in s or _CODE_LINE.search(s)):
+        return ""
+    return s
+
+
+def _continues(session_turns: list[Turn]) -> bool:
+    """The session opens by carrying on earlier work ("continue", "let's pick up where we left off")."""
+    first = next((s for t in session_turns for s in sentences(user_voice(t.request))), "")
+    return bool(first) and bool(_CONTINUATION.search(first)) and not goal_of(first)
+
+
+# a reply's sentence that reports work done ("I've added …", "Fixed …", "the tests pass now", 已修复)
+_DONE = re.compile(
+    r"^(?:I(?:'ve| have)|We(?:'ve| have)|(?:Added|Fixed|Removed|Created|Updated|Implemented|Refactored|Renamed|Moved|"
+    r"Replaced|Changed|Converted|Extracted|Wrote|Installed|Committed|Pushed|Resolved|Deleted|Cleaned|Merged|"
+    r"Migrated)\b)|\b(?:(?:is|are) now|(?:has|have) been|now (?:pass(?:es)?|passing|works?|builds?|compiles?)|"
+    r"successfully|(?:tests?|build) (?:pass(?:es)?|succeeds?))\b|已(?:经)?(?:修复|完成|添加|修改|更新|删除|实现)|"
+    r"(?:修复|完成|添加|修改|更新|实现)了", re.I)
+_NEXT = re.compile(r"(?:\bnext steps?\b|下一步|接下来|\bTODO\b)\**\s*[:：]", re.I)
+_FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
+_LIST_MARK = re.compile(r"^[\s\-*•#>]*(?:\d+[.)]\s*)?")
+
+
+def _done(reply: str) -> str:
+    """What the turn's reply says was done: its first sentence reporting work ("I've added …",
+    "Fixed …", "the tests pass now"), not one that introduces a list, asks, or thinks aloud."""
+    prose = _FENCED.sub("\n", reply or "")
+    for s in sentences(prose)[:8]:
+        s = s.replace("**", "").strip()
+        if not s.endswith((":", "：", "?", "？")) and _DONE.search(s) and goal_of(s):
+            return s[:DONE_CHARS]
+    return ""
+
+
+def _next(reply: str) -> str:
+    """The next steps the reply names ("Next steps:" / 下一步：), the heading's line or the list under it."""
+    m = _NEXT.search(reply or "")
+    if not m:
+        return ""
+    lines = [_LIST_MARK.sub("", ln).replace("**", "").strip() for ln in reply[m.end():m.end() + 600].split("\n")]
+    return "; ".join(ln for ln in lines if len(ln) >= 5)[:160]
+
+
+def working_state(session_turns: list[Turn], previous_goal: str = "") -> Observation | None:
+    """Goal, what was done, next steps, the open error and files touched, in ≤ 500 characters.
+
+    The goal is the user's first sentence that states one; a session that opens with "continue"
+    carries ``previous_goal`` (the project's previous session's) on."""
     if not session_turns:
         return None
-    first = next((s for t in session_turns for s in sentences(user_voice(t.request))), "")
+    goal = previous_goal if previous_goal and _continues(session_turns) else ""
+    if not goal:
+        goal = next((g for t in session_turns for s in sentences(user_voice(t.request)) if (g := goal_of(s))), "")
     files: list[str] = []
     open_error = ""
     for t in session_turns:
@@ -195,21 +268,30 @@ def working_state(session_turns: list[Turn]) -> Observation | None:
                 elif res == "ok":
                     open_error = ""
     last = session_turns[-1]
-    nxt = ""
-    m = re.search(r"(?:next steps?|下一步|接下来|TODO)[:：]?\s*([^\n]{5,160})", last.reply or "", re.I)
-    if m:
-        nxt = m.group(1).strip()
-    parts = [f"Goal: {first[:140]}"] if first else []
+    # the newest reply that names next steps, and the newest that reports work done
+    nxt = next((n for t in reversed(session_turns) if (n := _next(t.reply))), "")
+    done = next((d for t in reversed(session_turns) if (d := _done(t.reply))), "")
+    if nxt and done and (nxt in done or done in nxt):
+        done = ""
+    parts = [f"Goal: {goal[:GOAL_CHARS]}"] if goal else []
+    if done:
+        parts.append(f"Done: {done}")
     if files:
         parts.append("Touched: " + ", ".join(f.replace("\\", "/").rsplit("/", 1)[-1] for f in files[-5:]))
     if nxt:
         parts.append(f"Next: {nxt}")
     if open_error:
         parts.append(f"Open error: {open_error[:120]}")
+    while len(" | ".join(parts)) > WORKING_STATE_CHARS and len(parts) > 1:
+        # the least needed part goes first: what was done, then the files
+        drop = next((p for p in parts if p.startswith("Done: ")), None) or \
+            next((p for p in parts if p.startswith("Touched: ")), None) or parts[-1]
+        parts.remove(drop)
     text = " | ".join(parts)[:WORKING_STATE_CHARS]
     if not text:
         return None
     ts = last.ts
     return Observation(kind="working_state", key=f"ws:{last.session}", text=text, project=last.project,
                        evidence=_ev(last), data={"files": files[-10:], "open_error": open_error, "next": nxt,
+                                                 "goal": goal[:GOAL_CHARS], "done": done,
                                                  "expires_at": ts + WORKING_STATE_DAYS * 86400 if ts else None})
