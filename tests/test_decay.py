@@ -430,7 +430,6 @@ def test_rest_delete_restore_and_errors(tmp_path):
 def test_m012_keeps_every_learned_row_and_the_cascade(monkeypatch):
     import remem
     from remem.store.sqlite import migrations
-
     from remem.store.sqlite.learned import SqliteLearned
 
     def old_cursors(self, scope):        # the learned area's cursor SQL of that schema (before m019)

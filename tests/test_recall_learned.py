@@ -5,6 +5,7 @@ working state on "continue"), never candidates, rejected or another owner's / pr
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -12,6 +13,7 @@ import remem
 from conftest import run_cli
 from learned_data import PROJECT, seed
 from remem.layers.select import pick, terms
+from remem.model import TurnIn
 from remem.recall import packet as pk
 
 
@@ -214,6 +216,36 @@ def test_continue_gets_the_working_state_at_a_sessions_start_not_in_its_middle(m
     assert [i["kind"] for i in learned_items(fresh) if i["why"] == "resume"] == ["working_state"]
     middle = entry.turn_start(mem.recall, "continue", mem.scope(), project=PROJECT, session="s4", now=now)
     assert not [i for i in learned_items(middle) if i["kind"] == "working_state"], middle["items"]
+
+
+def test_the_resume_entry_shows_where_the_project_left_off_before_its_episodes(mem):
+    """`remem recall --entry resume --project P` (Remem.resume): the project's newest working state
+    first, in the learned form (no "said once" for one session's state), then the episodes; without
+    a project only the episodes, and another project gets its own state."""
+    from learned_data import DAY, T0
+    from remem.recall import entry
+
+    now = T0 + 3 * DAY + 3600
+    got = entry.resume(mem.recall, "继续", mem.scope(), project=PROJECT, now=now)
+    states = [i for i in got["items"] if i.get("kind") == "working_state"]
+    assert len(states) == 1 and got["text"].index(pk.LEARNED_HEAD) < got["text"].index("L1. [working_state · ")
+    assert "said once" not in got["text"] and states[0]["text"][:40] in got["text"]
+    named = entry.resume(mem.recall, "cart checkout", mem.scope(), project=PROJECT, now=now)
+    assert named["text"].index("L1. [working_state") < named["text"].index(entry.RESUME_HEAD)
+    assert any(i.get("session") for i in named["items"])                        # the episodes follow
+    bare = entry.resume(mem.recall, "继续", mem.scope(), now=now)
+    assert not [i for i in bare["items"] if i.get("kind") == "working_state"], bare["items"]
+    other = entry.resume(mem.recall, "继续", mem.scope(), project="other-app", now=now)
+    assert {i["project"] for i in other["items"] if i.get("kind") == "working_state"} <= {"other-app"}
+    # the CLI passes the project on (a session of today, so its state is fresh at the real clock)
+    mem.add_turns([TurnIn(request="Move the coupon rules into src/cart/coupons.ts", reply="I've moved them.",
+                          project=PROJECT, agent="claude-code", session_id="today", source_key="today:0",
+                          started_at=time.time() - 600, ended_at=time.time() - 540)])
+    mem.learn()
+    r = run_cli("recall", "继续", "--entry", "resume", "--project", PROJECT)
+    out = r.stdout.decode()
+    assert r.returncode == 0 and "[working_state · " in out and "Goal: Move the coupon rules" in out, r.stderr
+    assert "Done: I've moved them." in out
 
 
 def test_the_packets_order_fades_memories_by_the_configured_half_lives(remem_home):

@@ -308,11 +308,13 @@ class Remem:
         return self._recorded(out, error, "repair", sc, project=project, session=session, agent=agent)
 
     def resume(self, query: str, *, session: str | None = None, owner: str | builtins.list[str] | None = None,
-               agent: str | None = None, budget: int | None = None, scope: Scope | None = None) -> dict[str, Any]:
-        """No ``session``: up to 5 candidate episodes for ``query``; with one: that episode in full."""
+               agent: str | None = None, budget: int | None = None, scope: Scope | None = None,
+               project: str | None = None) -> dict[str, Any]:
+        """No ``session``: where work in ``project`` was left off (its newest working state) and up
+        to 5 candidate episodes for ``query``; with one: that episode in full."""
         sc = self._read_as(owner, agent, scope)
-        out = self._recall_entries().resume(self.recall, query, sc, session=session, budget=budget)
-        return self._recorded(out, query, "resume", sc, agent=agent)
+        out = self._recall_entries().resume(self.recall, query, sc, session=session, budget=budget, project=project)
+        return self._recorded(out, query, "resume", sc, project=project, agent=agent)
 
     def _recorded(self, packet: dict[str, Any], prompt: str, entry: str, scope: Scope, *,
                   project: str | None = None, session: str | None = None,

@@ -58,7 +58,7 @@ def recall(ctx: click.Context, prompt: str, owner: str | None, agent: str | None
         elif entry == "repair":
             res = mem.repair(prompt, owner=owner, agent=agent, budget=budget)
         else:
-            res = mem.resume(prompt, owner=owner, agent=agent, session=session, budget=budget)
+            res = mem.resume(prompt, owner=owner, agent=agent, session=session, budget=budget, project=project)
 
     def human(r: dict[str, Any]) -> None:
         if not r["text"]:

@@ -204,10 +204,14 @@ def repair(ctx: RecallContext, error: str, scope: Scope, *, tool: str = "", budg
             "items": kept, "tokens": tokens, "stats": ranked.stats()}
 
 
+RESUME_HEAD = "Sessions to resume (agent · turns · age · session):"
+
+
 def resume(ctx: RecallContext, query: str, scope: Scope, *, session: str | None = None, budget: int | None = None,
-           now: float | None = None) -> dict[str, Any]:
-    """No ``session``: up to 5 candidate episodes for ``query``. With one (a key from the
-    candidates, ``owner/agent/session_id``): that episode in full, oldest turn first, budgeted."""
+           now: float | None = None, project: str | None = None) -> dict[str, Any]:
+    """No ``session``: where work in ``project`` was left off (its newest working state, learned)
+    and up to 5 candidate episodes for ``query``. With one (a key from the candidates,
+    ``owner/agent/session_id``): that episode in full, oldest turn first, budgeted."""
     now = ctx.now() if now is None else now
     budget = pk.clamp_budget(budget or DEFAULTS["resume"]["budget"])
     if not session:
@@ -220,8 +224,14 @@ def resume(ctx: RecallContext, query: str, scope: Scope, *, session: str | None 
             c["age"] = pk.relative_age(now - last) if last else "unknown age"
         lines = [f"{i}. [{safe(c['agent'])} · {c['turns']} turns · {c['age']} · session {safe(c['session'])}]"
                  f" {safe(c['title'], limit=80)}" for i, c in enumerate(cands, 1)]
-        text = f"{pk.OPEN}\n{pk.NOTICE}\n" + "\n".join(lines) + f"\n{pk.CLOSE}" if cands else ""
-        return {"entry": "resume", "text": text, "items": cands, "tokens": pk.count_tokens(text), "budget": budget}
+        picked = learned.pick(ctx, query, scope, entry="resume", project=project, now=now) if project else []
+        state, kept, _ = pk.render([], budget=budget, now=now, learned=picked) if picked else ("", [], 0)
+        body = state[: -len(pk.CLOSE)].rstrip("\n") if state else f"{pk.OPEN}\n{pk.NOTICE}"
+        if lines:
+            body += f"\n{RESUME_HEAD}\n" + "\n".join(lines)
+        text = f"{body}\n{pk.CLOSE}" if kept or cands else ""
+        return {"entry": "resume", "text": text, "items": kept + cands, "tokens": pk.count_tokens(text),
+                "budget": budget}
     owner, agent, sid = (session.split("/", 2) + ["", ""])[:3] if session.count("/") >= 2 else ("", "", session)
     owners = [owner] if owner in scope.owners else list(scope.owners)
     turns: list[dict[str, Any]] = []

@@ -166,12 +166,14 @@ def render_learned(n: int, m: dict[str, Any], now: float) -> str:
     k = len(m["sessions"]) if isinstance(m.get("sessions"), list) else int(m.get("sessions") or 0)
     said = {"fact": "seen", "skill": "used"}.get(str(m.get("kind") or ""), "said")
     support = f"{said} in {k} sessions" if k >= 2 else f"{said} once"
+    if m.get("kind") == "working_state":   # where one session stopped: no support to count
+        support = ""
     trials = int((m.get("data") or {}).get("trials") or 0) if m.get("kind") == "skill" else 0
     if trials:           # a skill's record where it was tried (layers/skills.py): η over its trials
         support += f" · η {float(m['data'].get('eta') or 0):.2f} over {trials} trial{'s' if trials > 1 else ''}"
     when = (m.get("data") or {}).get("last_seen") or m.get("updated_at")
     head = " · ".join(safe(str(x)) for x in (m.get("kind") or "memory", support,
-                                              relative_age(now - float(when) if when else None), *_whose(m)))
+                                              relative_age(now - float(when) if when else None), *_whose(m)) if x)
     return f"L{n}. [{head} · id {safe(str(m.get('id', '')))}] " + _indent(escape(_clip(m.get("text") or "",
                                                                                        LEARNED_CHARS)))
 
