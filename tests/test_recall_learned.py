@@ -115,6 +115,15 @@ def test_pick_rules_on_plain_values():
     assert pick(mems, "continue", now=now, new_session=False) == []
     assert [m["id"] for m in pick(mems, "continue", now=now, entry="resume", new_session=False)] == ["c"]
     assert "b" in [m["id"] for m in pick(mems, "go ahead and implement it", now=now)]   # a reminder
+    # a session's opening gets the last session's state only when it ended open (an error, next steps)
+    assert "c" not in [m["id"] for m in pick(mems, "", entry="session_start", now=now)]
+    assert "c" not in [m["id"] for m in pick(mems, "fix the footer", first_of_session=True, now=now)]
+    left_open = [{**m, "data": {**m["data"], "next": "backfill the invoices"}} if m["id"] == "c" else m for m in mems]
+    assert "c" in [m["id"] for m in pick(left_open, "", entry="session_start", now=now)]
+    assert "c" in [m["id"] for m in pick(left_open, "fix the footer", first_of_session=True, now=now)]
+    assert "c" not in [m["id"] for m in pick(left_open, "fix the footer", now=now)]      # not mid-session
+    stale = [{**m, "data": {**m["data"], "open_error": "KeyError"}} if m["id"] == "d" else m for m in mems]
+    assert "d" not in [m["id"] for m in pick(stale, "", entry="session_start", now=now)]  # a month old
     assert pick(mems, "what is the capital of France?", now=now) == []
     lint = [{"id": "l", "kind": "fact", "slot": "cmd.lint", "status": "active", "sessions": ["1", "2"],
              "text": "The lint command is `bun run lint`."},

@@ -26,8 +26,10 @@ be named, and every picked item says which:
                 (``recent_context``): the agent is working where the rule applies, whatever the prompt
                 says ("go ahead" after a plan);
 * ``resume``    the working state of the newest session in the project, when the prompt asks to
-                continue (``continue``, ``继续``, "where were we") or the entry is ``resume`` — and
-                only while it is fresh (``WORKING_STATE_DAYS``).
+                continue (``continue``, ``继续``, "where were we") or the entry is ``resume``, and
+                at a session's opening (the session-start hook, else its first prompt) when that
+                session ended open — an error still failing or next steps named — and only while it
+                is fresh (``WORKING_STATE_DAYS``).
 
 Candidates, superseded, archived, rejected and deleted memories never reach a packet (the caller
 passes active ones only; ``pick`` checks again).
@@ -150,6 +152,12 @@ def _support(m: dict[str, Any]) -> int:
     return n - int((m.get("data") or {}).get("chosen_only") or 0)
 
 
+def _ended_open(m: dict[str, Any]) -> bool:
+    """A session's working state left something to do: an error still failing, or next steps named."""
+    d = m.get("data") or {}
+    return bool(d.get("open_error") or d.get("next"))
+
+
 def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_start",
          first_of_session: bool = False, now: float, limit: int = MAX_ITEMS,
          recent_context: str = "", new_session: bool | None = None,
@@ -177,13 +185,16 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
         if cur is None or cur["score"] < score:
             chosen[m["id"]] = {**m, "why": why, "score": score}
 
-    # working state: only when asked to continue, and only the newest fresh one
-    if entry == "resume" or (_CONTINUE.search(prompt or "") and new_session is not False):
+    # working state: when asked to continue, or at a session's opening when the last one ended open;
+    # only the newest fresh one
+    asked = entry == "resume" or (_CONTINUE.search(prompt or "") and new_session is not False)
+    if asked or entry == "session_start" or first_of_session:
         states = [m for m in active if m.get("kind") == "working_state" and not _is_team(m)  # one's own
                   and _age_days(m, now) <= WORKING_STATE_DAYS]
         if states:
             newest = max(states, key=lambda m: float((m.get("data") or {}).get("last_seen") or 0))
-            take(newest, "resume", 3.0)
+            if asked or _ended_open(newest):
+                take(newest, "resume", 3.0)
     rest = [m for m in active if m.get("kind") != "working_state"]
 
     # core facts and the strongest rules, once per session
