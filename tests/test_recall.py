@@ -494,6 +494,33 @@ def test_turn_count_is_exact_when_small_and_not_recounted_after_every_write_when
     assert ents.turn_count(mem.scope()) == 14         # … but once the cache has aged
 
 
+def test_a_path_is_searched_by_its_last_two_parts(mem, monkeypatch):
+    """The trigram channel looks for "httpx/_client.py", not the whole path: its root is in most
+    turns of a coding store (slow), and a traceback from another machine has another root."""
+    from remem.recall import channels
+    from remem.recall.config import DEFAULT
+
+    out = "\n".join(f'  File "/home/alice/shop/.venv/lib/python3.12/site-packages/{m}.py", line {i}, in run'
+                     for i, m in enumerate(["httpx/_client", "anyio/_core", "h11/_state"]))
+    mem.add_turns([TurnIn(request="why does the upload time out?", reply="The pool is too small.",
+                          actions=[ToolCall(name="Bash", input="pytest -x", output=out)], owner="default",
+                          agent="codex", source_key="t")]
+                  + [TurnIn(request=f"tidy the /home/alice/shop/.venv/lib/python3.12 note {i}", owner="default",
+                            agent="codex", source_key=f"n{i}") for i in range(5)])
+    mem.index_pending(embed=False)
+    prompt = 'File "/Users/bob/work/.venv/lib/python3.11/site-packages/httpx/_client.py", line 88'
+    searched: list[list[str]] = []
+    text = mem.recall.text
+    real = text.search_substrings
+    monkeypatch.setattr(text, "search_substrings", lambda sc, terms, limit: searched.append(terms) or
+                        real(sc, terms, limit))
+    got = channels.ch_substring(mem.recall, query.build(prompt), mem.scope(), DEFAULT)
+    assert "httpx/_client.py" in searched[0] and not any("/Users/" in t for t in searched[0]), searched
+    assert [h[0] for h in got.hits][:1] == [mem.search("pool is too small", k=1)[0]["id"]], got.hits
+    assert channels.path_tail("/a/b/c/d.py", 2) == "c/d.py" and channels.path_tail("src/x.py", 2) == "src/x.py"
+    assert channels.path_tail("C:\\dev\\Lib\\Tests.cs", 2) == "Lib\\Tests.cs"
+
+
 def test_substring_channel_keeps_to_what_bm25_cannot_see_in_bigger_stores(mem, monkeypatch):
     from remem.recall import channels
     from remem.recall.config import DEFAULT

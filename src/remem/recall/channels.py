@@ -64,6 +64,10 @@ SMALL_PRUNE_FROM = 1_000  # from this many (below RARE_FROM) only words in over 
 SMALL_COMMON_DF = 0.2     # … are left out: a word in a fifth of them ranks nothing (IDF ≈ 1.4) and is read most
 PRUNE_FROM = 20_000  # … from this many, words are matched exactly (not as prefixes), within POSTINGS_BUDGET
 SUBSTRING_FROM = 5_000  # the trigram channel keeps to what bm25 cannot see from here (≈50 ms at 10k turns)
+# a path is searched by its last two parts ("httpx/_client.py"): its root (a home, a virtualenv,
+# site-packages) is in most turns of a coding store, so a trigram search for the whole path read the
+# postings of nearly every turn (50–100 ms at 2–4k turns), and another machine's root matched nothing
+SUBSTRING_PATH_PARTS = 2
 PREFIX_MIN = 5       # … but the stem of a rare word this long stays a prefix (few words start so)
 POSTINGS_BUDGET = 30_000  # the rarest terms are kept while their postings fit this (PRUNE_FROM turns on)
 
@@ -195,6 +199,17 @@ def ch_bm25(ctx: RecallContext, q: Query, scope: Scope, cfg: RecallConfig) -> Ch
     return Channel("bm25", hits)
 
 
+def path_tail(term: str, parts: int) -> str:
+    """``term``'s last ``parts`` path components ("httpx/_client.py" of a site-packages path), in
+    its own separators; a term with fewer is kept whole."""
+    end = len(term)
+    for _ in range(parts):
+        end = max(term.rfind("/", 0, end), term.rfind("\\", 0, end))
+        if end < 0:
+            return term
+    return term[end + 1:]
+
+
 def ch_substring(ctx: RecallContext, q: Query, scope: Scope, cfg: RecallConfig) -> Channel:
     subs = q.substrings
     if subs and ctx.text.size() >= SUBSTRING_FROM:
@@ -207,6 +222,8 @@ def ch_substring(ctx: RecallContext, q: Query, scope: Scope, cfg: RecallConfig) 
         subs = [t for t in [*partial, *(r for r in q.cjk_runs if len(r) >= 3)] if len(t) >= 3]
         if not subs:
             return Channel("substring", reason="no partial identifiers or CJK in the query (store of 5k+ turns)")
+    if subs and SUBSTRING_PATH_PARTS:
+        subs = [t for t in dict.fromkeys(path_tail(t, SUBSTRING_PATH_PARTS) for t in subs) if len(t) >= 3]
     if not subs:
         if q.short:
             # 1–2 character terms (e.g. one CJK word) are below the trigram index: scan newest rows
