@@ -223,7 +223,8 @@ def ch_substring(ctx: RecallContext, q: Query, scope: Scope, cfg: RecallConfig) 
         if not subs:
             return Channel("substring", reason="no partial identifiers or CJK in the query (store of 5k+ turns)")
     if subs and SUBSTRING_PATH_PARTS:
-        subs = [t for t in dict.fromkeys(path_tail(t, SUBSTRING_PATH_PARTS) for t in subs) if len(t) >= 3]
+        subs = [t for t in dict.fromkeys(path_tail(t.rstrip("/\\"), SUBSTRING_PATH_PARTS) for t in subs)
+                if len(t) >= 3]
     if not subs:
         if q.short:
             # 1–2 character terms (e.g. one CJK word) are below the trigram index: scan newest rows
