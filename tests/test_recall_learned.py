@@ -122,6 +122,9 @@ def test_pick_rules_on_plain_values():
     assert "c" in [m["id"] for m in pick(left_open, "", entry="session_start", now=now)]
     assert "c" in [m["id"] for m in pick(left_open, "fix the footer", first_of_session=True, now=now)]
     assert "c" not in [m["id"] for m in pick(left_open, "fix the footer", now=now)]      # not mid-session
+    # a "continue" right after a start context that carried it does not repeat it; asked mid-way, nothing
+    assert pick(left_open, "continue", now=now, new_session=True, start_shown=True) == []
+    assert [m["id"] for m in pick(mems, "continue", now=now, new_session=True, start_shown=True)] == ["c"]
     stale = [{**m, "data": {**m["data"], "open_error": "KeyError"}} if m["id"] == "d" else m for m in mems]
     assert "d" not in [m["id"] for m in pick(stale, "", entry="session_start", now=now)]  # a month old
     assert pick(mems, "what is the capital of France?", now=now) == []

@@ -161,7 +161,7 @@ def _ended_open(m: dict[str, Any]) -> bool:
 def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_start",
          first_of_session: bool = False, now: float, limit: int = MAX_ITEMS,
          recent_context: str = "", new_session: bool | None = None,
-         half_lives: Any = None) -> list[dict[str, Any]]:
+         half_lives: Any = None, start_shown: bool = False) -> list[dict[str, Any]]:
     """The learned memories a packet for ``prompt`` should carry, best first, each with ``why``.
 
     ``memories`` are the active learned memories in the caller's scope (``store.learned.list``);
@@ -171,6 +171,8 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
     (None: unknown) — a "continue" in the middle of a session goes on with what the agent has in front
     of it, so the working state answers it only at a session's start. ``half_lives``
     (``retention.HalfLives``; None: the defaults) set how fast retention fades per kind.
+    ``start_shown``: the session's start context was given (it carried a working state that ended
+    open, so a "continue" right after does not repeat it).
     """
     from .retention import HalfLives
 
@@ -193,7 +195,10 @@ def pick(memories: Iterable[dict[str, Any]], prompt: str, *, entry: str = "turn_
                   and _age_days(m, now) <= WORKING_STATE_DAYS]
         if states:
             newest = max(states, key=lambda m: float((m.get("data") or {}).get("last_seen") or 0))
-            if asked or _ended_open(newest):
+            opened = _ended_open(newest)
+            # the session's start context carried it already: its first "continue" does not repeat it
+            repeat = start_shown and opened and entry == "turn_start" and new_session is True
+            if (asked or opened) and not repeat:
                 take(newest, "resume", 3.0)
     rest = [m for m in active if m.get("kind") != "working_state"]
 

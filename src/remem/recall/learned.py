@@ -67,5 +67,5 @@ def pick(ctx: RecallContext, prompt: str, scope: Scope, *, entry: str, project: 
     lives = ctx.settings.half_lives
     got = choose(active, prompt, entry=entry, first_of_session=first, now=now, new_session=new,
                  recent_context=_recent(ctx, scope, session) if not new else "",
-                 half_lives=HalfLives(*lives) if len(lives) == 6 else None)
+                 half_lives=HalfLives(*lives) if len(lives) == 6 else None, start_shown=core_shown)
     return [{**m, "layer": m.get("layer") or "L2"} for m in got]
