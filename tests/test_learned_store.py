@@ -181,3 +181,25 @@ def test_writes_queue_one_learn_job_per_owner(mem):
     jobs = mem.store.conn.execute("SELECT payload, status, run_after FROM jobs WHERE kind = 'learn'").fetchall()
     assert sorted(json.loads(j[0])["owner"] for j in jobs) == ["bob", "default"]
     assert all(j[1] == "queued" for j in jobs)
+
+
+def test_a_goal_carried_into_a_continue_session_goes_with_the_turn_that_said_it(mem):
+    """A session opening with "continue" carries the previous session's goal on, so its working state
+    quotes a turn of another session: it cites that turn, and forgetting it takes the goal along."""
+    t0 = 1_760_000_000.0
+    said = "Migrate the billing job from cron to the task queue"
+    turns = [TurnIn(request=said + ", keep the retries.", reply="I've moved the billing job onto the queue.",
+                    project=PROJECT, agent="claude-code", session_id="a", source_key="a0", started_at=t0),
+             TurnIn(request="continue working on this", reply="Fixed the retry count; all tests pass now.",
+                    project=PROJECT, agent="claude-code", session_id="b", source_key="b0", started_at=t0 + 86400)]
+    ids = [r.id for r in mem.add_turns(turns).results]
+    mem.learn()
+    carried = [m for m in mem.learned(kind="working_state") if ids[1] in m["evidence"]]
+    assert len(carried) == 1 and carried[0]["text"].startswith("Goal: " + said), carried
+    assert ids[0] in carried[0]["evidence"]                   # it cites the turn it quotes
+    mem.forget(ids=[ids[0]])
+    left = json.dumps(mem.learned(status="all"), ensure_ascii=False)
+    assert "billing job from cron" not in left
+    mem.learn()
+    left = json.dumps(mem.learned(status="all"), ensure_ascii=False)
+    assert "billing job from cron" not in left               # nor after relearning from what remains

@@ -130,7 +130,7 @@ def observe(turns: list[Turn]) -> list[Observation]:
         by_session[t.session].append(t)
         prev = t
     uses = []
-    goal = ""   # the previous session's: a session opening with "continue" carries it on
+    goal: tuple[str, str, str] | None = None   # the previous session's (text, turn, session): "continue" carries it on
     for sess in by_session.values():
         procs = procedure_observations(sess)
         obs.extend(procs)
@@ -138,7 +138,8 @@ def observe(turns: list[Turn]) -> list[Observation]:
         ws = working_state(sess, goal)
         if ws is not None:
             obs.append(ws)
-            goal = ws.data.get("goal") or goal
+            if ws.data.get("goal") and ws.data.get("goal_turn"):
+                goal = (ws.data["goal"], *ws.data["goal_turn"])
     obs.extend(world_observations(turns))
     pos = {t.id: i for i, t in enumerate(turns)}
     uses.sort(key=lambda u: pos.get(u["turn_id"], 0))

@@ -75,13 +75,16 @@ def public(rec: dict[str, Any]) -> dict[str, Any]:
 
 def _cited(m: Memory, sessions: dict[str, list[str]]) -> list[tuple[str, str]]:
     """Every turn the memory's text or data may quote: its evidence, and for a working state the
-    whole session, for a procedure every turn from the failure to the fix (so forgetting any of
-    them takes the memory along)."""
+    whole session (and the earlier turn whose goal a "continue" session carried on), for a procedure
+    every turn from the failure to the fix (so forgetting any of them takes the memory along)."""
     out = [(e.turn_id, e.session) for e in m.evidence]
     for e in m.evidence[:1]:
         turns = sessions.get(e.session, [])
         if m.kind == "working_state":
             out = [(t, e.session) for t in turns]
+            src = m.data.get("goal_turn")
+            if isinstance(src, list | tuple) and len(src) == 2:
+                out.append((str(src[0]), str(src[1])))
         elif m.kind == "procedure" and e.turn_id in turns:
             fixed = str(m.data.get("fixed_in") or "")
             start = turns.index(e.turn_id)

@@ -244,16 +244,21 @@ def _next(reply: str) -> str:
     return "; ".join(ln for ln in lines if len(ln) >= 5)[:160]
 
 
-def working_state(session_turns: list[Turn], previous_goal: str = "") -> Observation | None:
+def working_state(session_turns: list[Turn], previous: tuple[str, str, str] | None = None) -> Observation | None:
     """Goal, what was done, next steps, the open error and files touched, in ≤ 500 characters.
 
     The goal is the user's first sentence that states one; a session that opens with "continue"
-    carries ``previous_goal`` (the project's previous session's) on."""
+    carries ``previous`` (the project's previous session's goal, and the turn and session it was
+    said in) on. ``data["goal_turn"]`` names the turn the goal quotes, which the memory cites."""
     if not session_turns:
         return None
-    goal = previous_goal if previous_goal and _continues(session_turns) else ""
-    if not goal:
-        goal = next((g for t in session_turns for s in sentences(user_voice(t.request)) if (g := goal_of(s))), "")
+    goal, source = "", None
+    if previous and previous[0] and _continues(session_turns):
+        goal, source = previous[0], [previous[1], previous[2]]
+    else:
+        goal, t = next(((g, t) for t in session_turns for s in sentences(user_voice(t.request)) if (g := goal_of(s))),
+                       ("", None))
+        source = [t.id, t.session] if t is not None else None
     files: list[str] = []
     open_error = ""
     for t in session_turns:
@@ -293,5 +298,5 @@ def working_state(session_turns: list[Turn], previous_goal: str = "") -> Observa
     ts = last.ts
     return Observation(kind="working_state", key=f"ws:{last.session}", text=text, project=last.project,
                        evidence=_ev(last), data={"files": files[-10:], "open_error": open_error, "next": nxt,
-                                                 "goal": goal[:GOAL_CHARS], "done": done,
+                                                 "goal": goal[:GOAL_CHARS], "goal_turn": source, "done": done,
                                                  "expires_at": ts + WORKING_STATE_DAYS * 86400 if ts else None})
