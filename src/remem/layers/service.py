@@ -93,15 +93,27 @@ def _cited(m: Memory, sessions: dict[str, list[str]]) -> list[tuple[str, str]]:
     return list(dict.fromkeys(out))
 
 
+def _redacted(v: Any) -> Any:
+    """``v`` with every string in it redacted (a memory's data quotes turns too: a goal, a reply's
+    report, an error line, a rule's sentence)."""
+    if isinstance(v, str):
+        return redact(v).text
+    if isinstance(v, dict):
+        return {k: _redacted(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_redacted(x) for x in v]
+    return v
+
+
 def _record(owner: str, m: Memory, prev: dict[str, Any] | None, now: float,
             sessions: dict[str, list[str]]) -> dict[str, Any]:
-    data = {k: v for k, v in m.data.items()}
+    data = {k: _redacted(v) for k, v in m.data.items()}
     data["first_seen"], data["last_seen"] = m.created_at, m.updated_at
     evidence = [{"turn_id": t, "session_id": sess, "against": False} for t, sess in _cited(m, sessions)]
     evidence += [{"turn_id": e.turn_id, "session_id": e.session, "against": True} for e in m.against
                  if e.turn_id not in {x["turn_id"] for x in evidence}]
     return {"owner": owner, "id": m.id, "project": m.project, "layer": m.layer, "kind": m.kind, "slot": m.slot,
-            "value": m.value, "text": redact(m.text).text, "status": m.status,
+            "value": redact(m.value).text, "text": redact(m.text).text, "status": m.status,
             "confidence": round(m.confidence, 4), "sessions": len(m.sessions), "turns": len(m.evidence),
             "locked": m.locked, "edited": bool(prev and prev["edited"]), "decided": prev["decided"] if prev else "",
             "polarity": m.polarity, "scope": m.scope, "data": data, "stale": 0,
