@@ -260,6 +260,29 @@ def test_the_resume_entry_shows_where_the_project_left_off_before_its_episodes(m
     assert "Done: I've moved them." in out
 
 
+def test_resume_candidates_are_titled_by_what_the_session_was_for(mem):
+    """A session that opened with "continue" is listed by the first request that states a goal, not
+    by "continue"; one that never states a goal keeps its first request; the list closes the packet."""
+    from remem.recall import entry
+
+    t0 = time.time() - 3600
+    mem.add_turns([TurnIn(request=r, reply="Working on it.", project="billing", agent="claude-code",
+                          session_id="bill-2", source_key=f"bill-2:{i}", started_at=t0 + i, ended_at=t0 + i)
+                   for i, r in enumerate(["continue", "ok", "Hi! Move the invoice export into the nightly queue job",
+                                          "now run the invoice export tests"])])
+    mem.add_turns([TurnIn(request="continue", reply="Resumed the invoice export.", project="billing",
+                          agent="codex", session_id="bill-3", source_key="bill-3:0", started_at=t0 + 60,
+                          ended_at=t0 + 60)])
+    got = entry.resume(mem.recall, "invoice export", mem.scope())
+    titles = {c["session_id"]: c["title"] for c in got["items"] if c.get("session_id")}
+    assert titles.get("bill-2") == "Move the invoice export into the nightly queue job", titles
+    assert titles.get("bill-3") == "continue", titles
+    text = got["text"]
+    assert text.startswith(pk.OPEN) and text.rstrip().endswith(pk.CLOSE) and text.count(pk.CLOSE) == 1
+    assert text.index(entry.RESUME_HEAD) < text.index("Move the invoice export") < text.index(pk.CLOSE)
+    assert got["tokens"] == pk.count_tokens(text)
+
+
 def test_the_packets_order_fades_memories_by_the_configured_half_lives(remem_home):
     """learn.retention.half_life_* reach the packet's ranking, not only the archive rule."""
     from remem.recall import learned as recall_learned

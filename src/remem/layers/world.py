@@ -9,8 +9,10 @@ the most-edited directories, and what the user states as fact ("the frontend use
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 
 from ..text.cjk import LETTERS
 from .clean import sentences, user_voice
@@ -206,6 +208,16 @@ def goal_of(sentence: str) -> str:
     return s
 
 
+def first_goal(requests: Iterable[str], limit: int | None = None) -> tuple[str, int]:
+    """The first sentence of a session's requests (in order; only the first ``limit`` when given) that
+    states a goal (:func:`goal_of`), and its request's index; ("", -1) when none does."""
+    for i, r in enumerate(itertools.islice(requests, limit)):
+        for s in sentences(user_voice(r)):
+            if g := goal_of(s):
+                return g, i
+    return "", -1
+
+
 def _continues(session_turns: list[Turn]) -> bool:
     """The session opens by carrying on earlier work ("continue", "let's pick up where we left off")."""
     first = next((s for t in session_turns for s in sentences(user_voice(t.request))), "")
@@ -256,9 +268,8 @@ def working_state(session_turns: list[Turn], previous: tuple[str, str, str] | No
     if previous and previous[0] and _continues(session_turns):
         goal, source = previous[0], [previous[1], previous[2]]
     else:
-        goal, t = next(((g, t) for t in session_turns for s in sentences(user_voice(t.request)) if (g := goal_of(s))),
-                       ("", None))
-        source = [t.id, t.session] if t is not None else None
+        goal, i = first_goal(t.request for t in session_turns)
+        source = [session_turns[i].id, session_turns[i].session] if i >= 0 else None
     files: list[str] = []
     open_error = ""
     for t in session_turns:

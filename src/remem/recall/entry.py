@@ -205,6 +205,7 @@ def repair(ctx: RecallContext, error: str, scope: Scope, *, tool: str = "", budg
 
 
 RESUME_HEAD = "Sessions to resume (agent · turns · age · session):"
+TITLE_TURNS = 20    # a candidate session is titled by the goal stated in its first requests
 
 
 def resume(ctx: RecallContext, query: str, scope: Scope, *, session: str | None = None, budget: int | None = None,
@@ -215,23 +216,23 @@ def resume(ctx: RecallContext, query: str, scope: Scope, *, session: str | None 
     now = ctx.now() if now is None else now
     budget = pk.clamp_budget(budget or DEFAULTS["resume"]["budget"])
     if not session:
+        from ..layers.world import first_goal
+
         cands = search_sessions(ctx, query, scope, k=DEFAULTS["resume"]["k"], related_only=True)
         for c in cands:
             sturns = ctx.candidates.session_turns(scope, c["owner"], c["agent"], c["session_id"], limit=1000)
             c["turns"] = len(sturns)
-            c["title"] = (sturns[0]["request"][:80] if sturns else "")
+            # what the session was for ("continue" or a greeting says nothing), else how it opened
+            goal, _ = first_goal((x.get("request") or "" for x in sturns), limit=TITLE_TURNS)
+            c["title"] = (goal or (sturns[0]["request"] if sturns else ""))[:80]
             last = max((x.get("ended_at") or x.get("started_at") or 0 for x in sturns), default=0)
             c["age"] = pk.relative_age(now - last) if last else "unknown age"
         lines = [f"{i}. [{safe(c['agent'])} · {c['turns']} turns · {c['age']} · session {safe(c['session'])}]"
                  f" {safe(c['title'], limit=80)}" for i, c in enumerate(cands, 1)]
         picked = learned.pick(ctx, query, scope, entry="resume", project=project, now=now) if project else []
-        state, kept, _ = pk.render([], budget=budget, now=now, learned=picked) if picked else ("", [], 0)
-        body = state[: -len(pk.CLOSE)].rstrip("\n") if state else f"{pk.OPEN}\n{pk.NOTICE}"
-        if lines:
-            body += f"\n{RESUME_HEAD}\n" + "\n".join(lines)
-        text = f"{body}\n{pk.CLOSE}" if kept or cands else ""
-        return {"entry": "resume", "text": text, "items": kept + cands, "tokens": pk.count_tokens(text),
-                "budget": budget}
+        text, kept, tokens = pk.render([], budget=budget, now=now, learned=picked,
+                                       tail=[RESUME_HEAD, *lines] if lines else ())
+        return {"entry": "resume", "text": text, "items": kept + cands, "tokens": tokens, "budget": budget}
     owner, agent, sid = (session.split("/", 2) + ["", ""])[:3] if session.count("/") >= 2 else ("", "", session)
     owners = [owner] if owner in scope.owners else list(scope.owners)
     turns: list[dict[str, Any]] = []

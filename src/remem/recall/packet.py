@@ -207,18 +207,19 @@ def _section(group: Sequence[dict[str, Any]], head: str, share: int, render: Any
 
 def render(items: Sequence[dict[str, Any]], *, budget: int = DEFAULT_BUDGET, now: float,
            item_chars: int = 900, learned: Sequence[dict[str, Any]] = (),
-           avoid: Sequence[dict[str, Any]] = ()) -> tuple[str, list[dict[str, Any]], int]:
+           avoid: Sequence[dict[str, Any]] = (), tail: Sequence[str] = ()) -> tuple[str, list[dict[str, Any]], int]:
     """Render as many items as fit in ``budget`` tokens (best first), after the learned memories
     (``learned``: their own section first, within ``LEARNED_SHARE`` of the budget) and the avoid
-    lines of a repair packet (``avoid``: within ``AVOID_SHARE``).
+    lines of a repair packet (``avoid``: within ``AVOID_SHARE``). ``tail``: lines the caller made
+    safe (``agent_text.safe``) that close the packet, inside its frame; their tokens are set aside first.
 
     Returns (text, the items included — learned ones first, each with ``layer`` and ``kind`` —,
-    token count of text). No items → empty text. An item that does not fit is retried shorter once
-    before rendering stops.
+    token count of text). No items and no tail → empty text. An item that does not fit is retried
+    shorter once before rendering stops.
     """
     budget = clamp_budget(budget)
     frame = f"{OPEN}\n{NOTICE}\n{CLOSE}"
-    used = count_tokens(frame)
+    used = count_tokens(frame) + sum(count_tokens(x) + 1 for x in tail)
     lines: list[str] = []
     kept: list[dict[str, Any]] = []
     for group, head, share, render, tag in ((learned, LEARNED_HEAD, LEARNED_SHARE, render_learned, None),
@@ -243,11 +244,11 @@ def render(items: Sequence[dict[str, Any]], *, budget: int = DEFAULT_BUDGET, now
                 break
         else:
             break
-    if not kept:
+    if not kept and not tail:
         return "", [], 0
     if lines and lines[-1] == TURNS_HEAD:
         lines.pop()
-    text = f"{OPEN}\n{NOTICE}\n" + "\n".join(lines) + f"\n{CLOSE}"
+    text = f"{OPEN}\n{NOTICE}\n" + "\n".join([*lines, *tail]) + f"\n{CLOSE}"
     return text, kept, count_tokens(text)
 
 
