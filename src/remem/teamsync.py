@@ -300,7 +300,8 @@ def _drop_owners(mem: Remem, owners: tuple[str, ...]) -> list[str]:
 
 
 def _all_turns(mem: Remem, sc: Any) -> list[dict[str, Any]]:
-    out, after = [], (0.0, "")
+    out: list[dict[str, Any]] = []
+    after = (0.0, "")
     while True:
         page = mem.store.turns.changed(sc, after=after, limit=1000)
         if not page:
@@ -436,7 +437,7 @@ def _push(mem: Remem, remote: Remote, data: dict[str, Any]) -> dict[str, Any]:
         st = state(home)
         cur = (st.get("push") or {}).get(local) or [0.0, ""]
         after = (float(cur[0]), str(cur[1]))
-        counts: dict[str, int] = {"sent": 0}
+        counts: dict[str, Any] = {"sent": 0}
         sc = Scope.of(owners, project=local)
         while True:
             rows = mem.store.turns.changed(sc, after=after, limit=int(mem.config.get("team.push_batch")))

@@ -209,7 +209,7 @@ def persist(store: WriteStore, turns: list[TurnIn], *, max_bytes: int = MAX_TURN
     """
     now = time.time()
     fallbacks = (list(fallback_ts) if isinstance(fallback_ts, Sequence) else [fallback_ts] * len(turns))
-    kw = {"max_bytes": max_bytes, "max_tool_output": max_tool_output, "live": live, "now": now}
+    kw: dict[str, Any] = {"max_bytes": max_bytes, "max_tool_output": max_tool_output, "live": live, "now": now}
     prepared: Iterable[tuple[TurnRow | None, WriteResult | None, list[tuple[str, str]] | None]]
     if pool is not None and len(turns) >= MIN_POOL_TURNS:
         prepared = pool.prepare(turns, kw, fallbacks)    # lazily, inside the transaction

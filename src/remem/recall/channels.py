@@ -109,10 +109,10 @@ def word_query(q: Query, cfg: RecallConfig, text: TextIndex | None = None) -> tu
         if size >= SMALL_PRUNE_FROM and len(parts) > 1:
             assert text is not None
             n, df = text.doc_freqs(list(dict.fromkeys(x for t, w in parts.items() for x in (t.text, w))))
-            d = {t: max(df.get(t.text, 0), df.get(w, 0)) for t, w in parts.items()}
-            kept = {t: w for t, w in parts.items() if d[t] <= SMALL_COMMON_DF * n}
+            in_turns = {t: max(df.get(t.text, 0), df.get(w, 0)) for t, w in parts.items()}
+            kept = {t: w for t, w in parts.items() if in_turns[t] <= SMALL_COMMON_DF * n}
             # while a rarer term stays that matches something (a word seen, a prefix, an identifier's phrase)
-            if any(d[t] or t.prefix or len(_TOKEN.findall(w)) > 1 for t, w in kept.items()):
+            if any(in_turns[t] or t.prefix or len(_TOKEN.findall(w)) > 1 for t, w in kept.items()):
                 parts = kept
         return TextQuery(tuple(dict.fromkeys([*parts, *cjk]))), False
     assert text is not None

@@ -125,7 +125,7 @@ class JobProcess:
         its failure raised (NoRetry when the handler said retrying cannot help)."""
         from .jobs import NoRetry
 
-        proc = self._proc if self._alive() else self._start()
+        proc = self._proc if self._proc is not None and self._alive() else self._start()
         with self._cond:
             self._lines = []
         if not self._send({"run": ctx.job}):

@@ -97,7 +97,7 @@ class PgText:
             rows = db.native("SELECT rowid, request, reply, actions, summary, cjk FROM turns WHERE rowid = ANY(%s)",
                              (chunk,)).fetchall()
             db.native("DELETE FROM turn_terms WHERE turn = ANY(%s)", (chunk,))
-            terms: list[tuple[str, int, float]] = []
+            terms: list[tuple[str, int, float, int]] = []   # term, turn rowid, weighted tf, turn length
             lens: list[tuple[int, int]] = []
             for r in rows:
                 weighted: dict[str, float] = {}
