@@ -304,6 +304,17 @@ def _short_deadline(real):
     return short
 
 
+def test_bare_remem_resume_lists_sessions_by_the_goal_they_state(mem):
+    """`/remem-resume` without words lists the project's latest sessions; one that opened with
+    "continue" and "ok" is shown by the first request that says what it was for."""
+    for i, text in enumerate(("continue", "ok", "Hello! Port the report builder to the new PDF library",
+                              "now fix the margins")):
+        mem.add(text, agent="codex", project=CWD, session="port-1", reply="Done.", ts=1_700_000_000 + i)
+    out = ctx_of(call("claude-code", "UserPromptSubmit", {"session_id": "s9", "cwd": CWD, "prompt": "/remem-resume"}))
+    first = next(ln for ln in out.splitlines() if ln.startswith("1."))
+    assert first.endswith("— Port the report builder to the new PDF library"), out
+
+
 def test_resume_command_outside_the_prompt_path_then_a_bare_number(mem):
     """Hermes / OpenClaw run /remem-resume as a command that does not know the session; the next
     prompt answering with a number picks from that list."""

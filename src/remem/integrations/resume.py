@@ -62,10 +62,19 @@ def candidates(backend: Backend, query: str, project: str, *, as_agent: str) -> 
                  "session_id": h.get("session_id"), "when": render.when_of(h),
                  "title": h.get("text", "")} for h in hits]
     else:
+        from ..layers.world import first_goal
+
         recent = backend.recent(project, limit=25, as_agent=as_agent)
+        # a session by the goal its requests among these state ("continue", "ok" say nothing), oldest first
+        said: dict[tuple[str, str], list[str]] = {}
+        for r in reversed(recent):
+            said.setdefault((str(r.get("agent")), str(r.get("session_id") or r.get("id"))), []).append(
+                str(r.get("request") or ""))
+        goals = {k: first_goal(v)[0] for k, v in said.items()}
         rows = [{"id": r.get("id"), "agent": r.get("agent"), "project": r.get("project"),
                  "session_id": r.get("session_id"), "when": render.when_of(r),
-                 "title": r.get("request", "")} for r in recent]
+                 "title": goals.get((str(r.get("agent")), str(r.get("session_id") or r.get("id"))))
+                 or r.get("request", "")} for r in recent]
     out: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for r in rows:
