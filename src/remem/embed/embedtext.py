@@ -27,6 +27,7 @@ import re
 from typing import Any
 
 from ..text.cjk import WIDE
+from ..text.fences import FENCED
 
 #: a long request's start and end
 REQUEST_HEAD = 200
@@ -39,7 +40,6 @@ TARGET_BUDGET = 70
 ERROR_BUDGET = 80
 
 _CJK = re.compile(f"[{WIDE}]")
-_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _SPACE = re.compile(r"\s+")
 _ERROR_LINE = re.compile(
     r"^\s*(?:E\s+)?(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b.*"
@@ -80,7 +80,7 @@ def head_and_tail(text: str, head: int, tail: int) -> str:
 
 def opening(text: str, budget: int) -> str:
     """The first ``budget`` of ``text`` without its fenced code blocks (all of it when it is only code)."""
-    prose = _SPACE.sub(" ", _FENCE.sub(" ", text)).strip()
+    prose = _SPACE.sub(" ", FENCED.sub(" ", text)).strip()
     return cap(prose or _SPACE.sub(" ", text).strip(), budget)
 
 

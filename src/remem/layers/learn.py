@@ -149,7 +149,7 @@ def observe(turns: list[Turn]) -> list[Observation]:
 
 
 # what the learner reads besides this package: error signatures, word weights and stems, CJK runs
-_LEARNER_SOURCES = ("../ingest/signatures.py", "../recall/coverage.py", "../text/cjk.py")
+_LEARNER_SOURCES = ("../ingest/signatures.py", "../recall/coverage.py", "../text/cjk.py", "../text/fences.py")
 
 
 @lru_cache(maxsize=1)

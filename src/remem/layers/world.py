@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 
 from ..text.cjk import LETTERS
+from ..text.fences import FENCED
 from .clean import sentences, user_voice
 from .commands import category, family, outcome, segments, signatures
 from .types import Evidence, Observation, Turn
@@ -232,14 +233,13 @@ _DONE = re.compile(
     r"successfully|(?:tests?|build) (?:pass(?:es)?|succeeds?))\b|已(?:经)?(?:修复|完成|添加|修改|更新|删除|实现)|"
     r"(?:修复|完成|添加|修改|更新|实现)了", re.I)
 _NEXT = re.compile(r"(?:\bnext steps?\b|下一步|接下来|\bTODO\b)\**\s*[:：]", re.I)
-_FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
 _LIST_MARK = re.compile(r"^[\s\-*•#>]*(?:\d+[.)]\s*)?")
 
 
 def _done(reply: str) -> str:
     """What the turn's reply says was done: its first sentence reporting work ("I've added …",
     "Fixed …", "the tests pass now"), not one that introduces a list, asks, or thinks aloud."""
-    prose = _FENCED.sub("\n", reply or "")
+    prose = FENCED.sub("\n", reply or "")
     for s in sentences(prose)[:8]:
         s = s.replace("**", "").strip()
         if not s.endswith((":", "：", "?", "？")) and _DONE.search(s) and goal_of(s):

@@ -1,1 +1,2 @@
-"""Text shapes: the one CJK range, segmentation for the word index (CJK bigrams + jieba), entity extraction."""
+"""Text shapes: the one CJK range, segmentation for the word index (CJK bigrams + jieba), entity extraction,
+Markdown code fences."""
