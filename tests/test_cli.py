@@ -62,6 +62,24 @@ def test_config_cli(cli):
     assert r.returncode == 1 and r.stderr.startswith(b"remem: error:") and b"Traceback" not in r.stderr
 
 
+def test_an_unknown_embedding_model_is_refused_and_embeddings_off_is_said(cli, remem_home):
+    """`config set embedding.model` takes a model remem can load (a typo left recall lexical and only
+    `remem doctor` said why); with embeddings off, status and stats say so instead of "waiting for the
+    daemon"."""
+    r = cli("config", "set", "embedding.model", "e5-smal")
+    assert r.returncode == 1 and b"unknown embedding model 'e5-smal'" in r.stderr and b"e5-small" in r.stderr
+    conf = remem_home / "config.yaml"
+    assert not conf.exists() or b"e5-smal" not in conf.read_bytes()
+    assert cli("config", "set", "embedding.model", "hash").returncode == 0
+    assert cli("add", "the staging kubeconfig lives in ~/.kube/staging", "--agent", "codex").returncode == 0
+    on = cli("status").stdout.decode()
+    assert "1 turn waiting" in on and "the daemon embeds them" in on, on
+    off_env = {"REMEM_EMBEDDING_ENABLED": "0"}
+    off = cli("status", env=off_env).stdout.decode()
+    assert "embeddings: off" in off and "1 turn without a vector" in off and "daemon embeds" not in off, off
+    assert "(off: embedding.enabled is false" in cli("stats", env=off_env).stdout.decode()
+
+
 @pytest.mark.parametrize("payload,needle", [
     (b"bad \xff\xfe bytes", b"UTF-8"),
     (b"nul \x00 byte", b"NUL"),

@@ -155,6 +155,7 @@ def test_import_lines_of_the_wrong_shape_are_400(daemon):
     ({"agents": {"codex": {"read_owners": "default"}}}, 400, "owner names"),
     ({"recall.token_budget": [1]}, 400, "expected int"),
     ({"embedding": {"model": "hash"}}, 400, "one by one, e.g. embedding.model"),
+    ({"embedding.model": "e5-smal"}, 400, "unknown embedding model 'e5-smal'"),
 ])
 def test_config_patch_validates_and_keeps_data_moving_settings_cli_only(daemon, body, status, says):
     with daemon.client() as c:

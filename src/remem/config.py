@@ -238,6 +238,8 @@ class Config:
         except UndeclaredSetting:
             raise ConfigError(f"unknown setting: {key} (`remem config list` shows them all)") from None
         value = _parse_value(key, raw) if isinstance(raw, str) else raw
+        if key == "embedding.model":
+            _known_model(str(value))
         new = copy.deepcopy(self.file_values)
         if isinstance(new.get("database"), str):   # an old `database: remem.db`, rewritten as its URL
             new["database"] = {"url": model.legacy_database_url(new["database"])}
@@ -338,3 +340,14 @@ def ensure_token(path: Path) -> str:
         f.write(tok + "\n")
     os.chmod(path, 0o600)
     return tok
+
+
+def _known_model(name: str) -> None:
+    """An embedding model remem can load: a built-in, a plugin's (``register_embedders``) or "default".
+    A typo would otherwise leave recall on words alone until `remem doctor` said why."""
+    from .embed.embedders import EMBEDDERS
+
+    known = sorted({"default", *EMBEDDERS})
+    if name.strip() not in known:
+        raise ConfigError(f"unknown embedding model {name!r}; known: {', '.join(known)} "
+                          "(a plugin adds others: docs/plugins.md)")

@@ -310,8 +310,9 @@ def stats(ctx: click.Context, owner: str | None, as_json: bool) -> None:
         for agent, n in d["by_agent"].items():
             click.echo(f"  {agent:<14} {n}")
         emb = d["embeddings"]
+        off = "" if mem.config.get("embedding.enabled") else " (off: embedding.enabled is false, nothing is embedded)"
         click.echo(f"embeddings: {emb.get('done', 0)} done, {emb.get('pending', 0)} pending, "
-                   f"{emb.get('failed', 0)} failed")
+                   f"{emb.get('failed', 0)} failed{off}")
         click.echo(f"jobs pending: {d['jobs_pending']}   database: {d['database_bytes'] / 1e6:.1f} MB")
 
     emit(data, as_json, human)

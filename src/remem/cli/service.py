@@ -107,8 +107,12 @@ def status(ctx: click.Context, as_json: bool, login_link: bool) -> None:
     def human(d: dict[str, Any]) -> None:
         if not d["running"]:
             click.echo(f"remem is not running for {d['home']} (start it with `remem up` or `remem serve`)")
-            if (d.get("embedding") or {}).get("pending"):
-                click.echo(f"embeddings: {_waiting(d['embedding'])} (the daemon embeds them)")
+            e = d.get("embedding") or {}
+            if e.get("enabled") is False:
+                click.echo("embeddings: off (embedding.enabled is false): recall is by words, "
+                           f"{count(e.get('pending', 0), 'turn')} without a vector")
+            elif e.get("pending"):
+                click.echo(f"embeddings: {_waiting(e)} (the daemon embeds them)")
             _privacy_line(d["privacy"])
             _team_line(d["team"])
             return
@@ -179,7 +183,8 @@ def _backlog(home: Path) -> dict[str, Any] | None:
     try:
         store = open_store(cfg.database_url if cfg.on_server else str(cfg.db_path), home, readonly=True)
         try:
-            return backlog(store, home / RATE_FILE)  # type: ignore[arg-type]
+            return {**backlog(store, home / RATE_FILE),  # type: ignore[arg-type]
+                    "enabled": bool(cfg.get("embedding.enabled"))}
         finally:
             store.close()
     except ENGINE_ERRORS as e:  # a status probe never fails the command
