@@ -199,5 +199,5 @@ def test_no_eta_before_a_rate_is_measured(tmp_path):
     mem.add_turns([_turn(i, 1.7e9 + i) for i in range(5)])
     mem.close()
     e = json.loads(_cli(home, "status", "--json"))["embedding"]
-    assert e == {"pending": 5, "turns_per_s": None, "eta_seconds": None}
+    assert e == {"pending": 5, "turns_per_s": None, "eta_seconds": None, "enabled": True}
     assert "ETA unknown" in _cli(home, "status")
