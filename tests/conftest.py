@@ -272,12 +272,12 @@ def mem():
 
 
 def run_cli(*args: str, input: bytes | None = None, env: dict[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
-    """Run the real ``remem`` command in a subprocess (the installed console entry point)."""
+            timeout: float = 120, cwd: str | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run the real ``remem`` command in a subprocess (the installed console entry point), in ``cwd``."""
     full_env = dict(os.environ)
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "remem", *args], input=input, capture_output=True,
-                          env=full_env, timeout=timeout)
+                          env=full_env, timeout=timeout, cwd=cwd)
 
 
 @pytest.fixture

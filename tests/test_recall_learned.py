@@ -260,6 +260,23 @@ def test_the_resume_entry_shows_where_the_project_left_off_before_its_episodes(m
     assert "Done: I've moved them." in out
 
 
+def test_the_resume_entry_takes_the_working_directory_as_its_project(mem, tmp_path):
+    """`remem recall 继续 --entry resume` run inside a project remem holds work from says where that work
+    stopped, as `--project` does; in a directory remem knows nothing of, only the episodes."""
+    shop = (tmp_path / "shop").resolve()
+    shop.mkdir()
+    mem.add_turns([TurnIn(request="Move the coupon rules into src/cart/coupons.ts", reply="I've moved them.",
+                          project=str(shop), agent="claude-code", session_id="cwd-1", source_key="cwd-1:0",
+                          started_at=time.time() - 600, ended_at=time.time() - 540)])
+    mem.learn()
+    inside = run_cli("recall", "继续", "--entry", "resume", cwd=str(shop))
+    assert inside.returncode == 0 and "Goal: Move the coupon rules" in inside.stdout.decode(), inside.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = run_cli("recall", "继续", "--entry", "resume", cwd=str(elsewhere)).stdout.decode()
+    assert "[working_state" not in out, out
+
+
 def test_resume_candidates_are_titled_by_what_the_session_was_for(mem):
     """A session that opened with "continue" is listed by the first request that states a goal, not
     by "continue"; one that never states a goal keeps its first request; the list closes the packet."""

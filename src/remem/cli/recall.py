@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -17,7 +18,8 @@ ENTRIES = ("turn_start", "sub_agent", "repair", "resume")
 @click.argument("prompt")
 @click.option("--owner", default=None, help="Owner (profile) to read; default from config.")
 @click.option("--agent", default=None, help="Read as this agent (its owner and read_owners).")
-@click.option("--project", default=None, help="The project the agent works in (its memories rank higher).")
+@click.option("--project", default=None, help="The project the agent works in (its memories rank higher; "
+              "resume: where it left off). resume defaults to the working directory when remem holds its work.")
 @click.option("--budget", default=None, type=click.IntRange(800, 4000), help="Token budget (default from config).")
 @click.option("--entry", type=click.Choice(ENTRIES), default="turn_start", show_default=True,
               help="Entry point: turn_start, sub_agent, repair (PROMPT = the error), resume.")
@@ -58,6 +60,8 @@ def recall(ctx: click.Context, prompt: str, owner: str | None, agent: str | None
         elif entry == "repair":
             res = mem.repair(prompt, owner=owner, agent=agent, budget=budget)
         else:
+            if project is None and not session:
+                project = _cwd_project(mem, owner, agent)
             res = mem.resume(prompt, owner=owner, agent=agent, session=session, budget=budget, project=project)
 
     def human(r: dict[str, Any]) -> None:
@@ -117,3 +121,14 @@ def _turn_start_daemon(home: str | None, prompt: str, owner: str | None, agent: 
 
 
 COMMANDS = [recall]
+
+
+def _cwd_project(mem: Any, owner: str | None, agent: str | None) -> str | None:
+    """The working directory as the project, when remem holds work the agents did there (the project
+    they record is the directory they ran in): `remem recall 继续 --entry resume` inside a project says
+    where its work stopped, as the agent's own hook would."""
+    try:
+        cwd = os.getcwd()
+    except OSError:       # the directory is gone
+        return None
+    return cwd if mem.list(owner=owner, agent=agent, project=cwd, limit=1) else None
