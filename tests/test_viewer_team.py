@@ -49,9 +49,11 @@ def test_viewer_login_with_a_user_token(tmp_path):
         page.wait_for_url(re.compile(r"/login$"))
         page.fill("#token", alice)
         page.click("#login-button")
-        page.wait_for_selector("#memory-list .item")
-        listed = page.inner_text("#memory-list")
-        assert "alice fig private" in listed and "eng quince shared" in listed
+        # the list as soon as it shows alice's and her team's memories, read in the same moment (a job's
+        # event may reload it meanwhile: the text between two reads can be "Loading…")
+        listed = page.wait_for_function(
+            "() => { const t = document.querySelector('#memory-list')?.innerText || '';"
+            " return t.includes('alice fig private') && t.includes('eng quince shared') ? t : false; }").json_value()
         assert "bob plum" not in listed and "home lime" not in listed
         cookies = {c["name"]: c["value"] for c in page.context.cookies()}
         assert cookies["remem_session"] == team.session_of(alice) and alice not in cookies["remem_session"]

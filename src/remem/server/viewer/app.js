@@ -122,11 +122,13 @@ onEvent((type, data) => {
   if (slot) slot.replaceChildren(...[jobPill()].filter(Boolean));
 });
 
+// the first render waits for /me: a signed-in user's pages differ from the home's, and rendering before
+// and again after it loaded every list twice (the first one replaced by "Loading…" as it arrived)
 async function loadMe() {
   try { me = await api('/me'); } catch (e) { me = null; }
-  if (isUser()) render(); else loadPrivacy();
+  render();
+  if (!isUser()) loadPrivacy();
 }
 
 window.addEventListener('hashchange', render);
-render();
 loadMe();
