@@ -23,6 +23,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from .secret_shapes import SHAPES
 from .secret_values import (
@@ -601,3 +602,15 @@ def redact(text: str) -> RedactResult:
 def redact_text(text: str) -> str:
     """Just the redacted text."""
     return redact(text).text
+
+
+def redact_value(value: Any, seen: frozenset[str] = frozenset()) -> Any:
+    """A copy of a JSON value with every string (keys too) redacted, except those in ``seen`` (read back
+    from where they were stored redacted already)."""
+    if isinstance(value, str):
+        return value if value in seen else redact_text(value)
+    if isinstance(value, dict):
+        return {redact_value(k, seen): redact_value(v, seen) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_value(v, seen) for v in value]
+    return value

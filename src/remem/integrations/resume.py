@@ -68,17 +68,15 @@ def candidates(backend: Backend, query: str, project: str, *, as_agent: str) -> 
         # a session by the goal its requests among these state ("continue", "ok" say nothing), oldest first
         said: dict[tuple[str, str], list[str]] = {}
         for r in reversed(recent):
-            said.setdefault((str(r.get("agent")), str(r.get("session_id") or r.get("id"))), []).append(
-                str(r.get("request") or ""))
+            said.setdefault(_episode(r), []).append(str(r.get("request") or ""))
         goals = {k: first_goal(v)[0] for k, v in said.items()}
         rows = [{"id": r.get("id"), "agent": r.get("agent"), "project": r.get("project"),
                  "session_id": r.get("session_id"), "when": render.when_of(r),
-                 "title": goals.get((str(r.get("agent")), str(r.get("session_id") or r.get("id"))))
-                 or r.get("request", "")} for r in recent]
+                 "title": goals.get(_episode(r)) or r.get("request", "")} for r in recent]
     out: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for r in rows:
-        key = (str(r.get("agent")), str(r.get("session_id") or r.get("id")))
+        key = _episode(r)
         if key in seen:
             continue
         seen.add(key)
@@ -86,6 +84,11 @@ def candidates(backend: Backend, query: str, project: str, *, as_agent: str) -> 
         if len(out) >= MAX_CANDIDATES:
             break
     return out
+
+
+def _episode(r: dict[str, Any]) -> tuple[str, str]:
+    """The episode a row belongs to: its agent's session (a row without one is its own)."""
+    return str(r.get("agent")), str(r.get("session_id") or r.get("id"))
 
 
 def episode(backend: Backend, cand: dict[str, Any], *, as_agent: str) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ from typing import Any
 from .. import hook_settings, privacy
 from ..agent_text import safe_tree
 from ..agents import canonical_agent
+from ..ingest.redact import redact_value
 from ..model import ToolCall, TurnIn
 from . import log, protocol, render, resume, state, transcript
 from .backend import Backend, hook_timeout
@@ -461,7 +462,7 @@ class Handler:
         try:
             packet = self.b.repair(error, tool=str(due.get("tool") or ""), command=str(due.get("command") or ""),
                                    agent=self.ev.agent, project=self.ev.cwd, session=self.ev.session_id,
-                                   attempts=state.redacted(attempts))
+                                   attempts=redact_value(attempts))
         except Exception as e:  # noqa: BLE001 - the plain search below still helps
             log.write(self.home, "warn", f"{self.ev.agent} repair recall failed: {type(e).__name__}: {e}")
             packet = None

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..ingest.redact import redact_text
+from ..ingest.redact import redact_value as redacted  # every string of a JSON value; `seen` skipped
 
 try:  # POSIX only; on other systems the state is simply not locked
     import fcntl
@@ -85,17 +85,6 @@ def save(path: Path, data: dict[str, Any], seen: frozenset[str] = frozenset()) -
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(redacted(data, seen), f, ensure_ascii=False)
     os.replace(tmp, path)
-
-
-def redacted(value: Any, seen: frozenset[str] = frozenset()) -> Any:
-    """A copy of a JSON value with every string (keys too) redacted, except those in ``seen``."""
-    if isinstance(value, str):
-        return value if value in seen else redact_text(value)
-    if isinstance(value, dict):
-        return {redacted(k, seen): redacted(v, seen) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [redacted(v, seen) for v in value]
-    return value
 
 
 def _strings(value: Any) -> frozenset[str]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import privacy
 from ..ingest.normalize import InputError
-from ..ingest.redact import redact
+from ..ingest.redact import redact, redact_value
 from ..scope import Scope
 from ..store.protocols import Learned
 from . import feedback as fbk
@@ -93,21 +93,9 @@ def _cited(m: Memory, sessions: dict[str, list[str]]) -> list[tuple[str, str]]:
     return list(dict.fromkeys(out))
 
 
-def _redacted(v: Any) -> Any:
-    """``v`` with every string in it redacted (a memory's data quotes turns too: a goal, a reply's
-    report, an error line, a rule's sentence)."""
-    if isinstance(v, str):
-        return redact(v).text
-    if isinstance(v, dict):
-        return {k: _redacted(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_redacted(x) for x in v]
-    return v
-
-
 def _record(owner: str, m: Memory, prev: dict[str, Any] | None, now: float,
             sessions: dict[str, list[str]]) -> dict[str, Any]:
-    data = {k: _redacted(v) for k, v in m.data.items()}
+    data = redact_value(m.data)     # it quotes turns too: a goal, a reply's report, an error line
     data["first_seen"], data["last_seen"] = m.created_at, m.updated_at
     evidence = [{"turn_id": t, "session_id": sess, "against": False} for t, sess in _cited(m, sessions)]
     evidence += [{"turn_id": e.turn_id, "session_id": e.session, "against": True} for e in m.against

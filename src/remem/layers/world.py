@@ -264,7 +264,7 @@ def working_state(session_turns: list[Turn], previous: tuple[str, str, str] | No
     said in) on. ``data["goal_turn"]`` names the turn the goal quotes, which the memory cites."""
     if not session_turns:
         return None
-    goal, source = "", None
+    source: list[str] | None
     if previous and previous[0] and _continues(session_turns):
         goal, source = previous[0], [previous[1], previous[2]]
     else:
