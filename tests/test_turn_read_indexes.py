@@ -1,6 +1,7 @@
 """Reads recall makes on every prompt come from indexes, not from the wide turn rows: newest turns
 first (the recency channel, named days, "yesterday") from the (owner, time) index one owner at a time,
-the same turns a full sort would give; the entity channel's scope check from the (id, scope) index."""
+the same turns a full sort would give; the entity channel's scope check from the (id, scope) index;
+a candidate's session neighbours from the session order index, one read a session."""
 
 from __future__ import annotations
 
@@ -97,6 +98,26 @@ def test_entity_mentions_are_scoped_from_the_id_index(many):
         (sql,) = [s for s in seen if "entity_mentions" in s]
         plan = " ".join(r[3] for r in many.store.conn.execute("EXPLAIN QUERY PLAN " + sql))
         assert "COVERING INDEX turns_id_scope" in plan, plan
+
+
+@pytest.mark.skipif(ON_POSTGRES, reason="SQLite's query plan")
+@pytest.mark.parametrize("owners,project", [(("ana",), "app"), (("ana", "bo"), None)])
+def test_session_neighbours_are_read_from_the_session_order_index(many, owners, project):
+    scope = Scope(owners, None, project)
+    ids = [r[0] for r in many.store.conn.execute("SELECT id FROM turns ORDER BY rowid")]
+    rows = list(many.store.candidates.meta(scope, ids).values())
+    seen: list[str] = []
+    many.store.conn.set_trace_callback(seen.append)
+    try:
+        got = many.store.candidates.neighbours(scope, rows)
+    finally:
+        many.store.conn.set_trace_callback(None)
+    assert rows and any(got.values())
+    reads = [s for s in seen if "session_id" in s]
+    assert len(reads) == len({(r["session_id"], r["owner"], r["agent"]) for r in rows})  # one read a session
+    for sql in reads:
+        plan = " ".join(r[3] for r in many.store.conn.execute("EXPLAIN QUERY PLAN " + sql))
+        assert "COVERING INDEX turns_session_order" in plan, plan
 
 
 @pytest.mark.parametrize("text", ["UnicodeDecodeError: 'iso-8859-2' codec can't decode byte 0xff",

@@ -135,8 +135,8 @@ class PgCandidates(SqliteCandidates):
         return True
 
     def neighbours(self, scope: Scope, rows: list[dict[str, Any]], window: int = 1) -> dict[str, list[str]]:
-        """SQLite's two statements per row as one statement for all rows (LATERAL: the same order and
-        ties as ``store/sqlite/candidates.neighbours``); a search's round trips were most of its time."""
+        """One statement for all rows (LATERAL: the same order and ties as
+        ``store/sqlite/candidates.neighbours``); a search's round trips were most of its time."""
         todo = [r for r in rows if r.get("session_id")]
         if not todo:
             return {}

@@ -5,6 +5,7 @@ Every function takes a Scope and puts its predicate into the SQL; none reads mem
 
 from __future__ import annotations
 
+import bisect
 import sqlite3
 import threading
 import time
@@ -63,23 +64,24 @@ def full_rows(db: sqlite3.Connection, scope: Scope, ids: list[str]) -> dict[str,
 
 def neighbours(db: sqlite3.Connection, scope: Scope, rows: list[dict[str, Any]],
                window: int = 1) -> dict[str, list[str]]:
-    """The turns just before and after each row in its session (same owner and agent), in scope."""
+    """The turns just before and after each row in its session (same owner and agent), in scope:
+    each session's turns are read once, in (start, id) order, for all of its rows (no index holds
+    that order: a read per row and side read the whole session twice)."""
     where, params = scope.sql()
-    out: dict[str, list[str]] = {}
+    sessions: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in rows:
-        if not r.get("session_id"):
-            continue
-        base = (f"SELECT id FROM turns WHERE session_id = ? AND owner = ? AND agent = ? AND {where} "
-                f"AND deleted = 0 AND id != ? ")
-        key = [r["session_id"], r["owner"], r["agent"], *params, r["id"]]
-        t = r.get("started_at") or 0.0
-        before = db.execute(base + "AND coalesce(started_at, 0) <= ? AND NOT (coalesce(started_at, 0) = ? "
-                            "AND id > ?) ORDER BY coalesce(started_at, 0) DESC, id DESC LIMIT ?",
-                            [*key, t, t, r["id"], window]).fetchall()
-        after = db.execute(base + "AND coalesce(started_at, 0) >= ? AND NOT (coalesce(started_at, 0) = ? "
-                           "AND id < ?) ORDER BY coalesce(started_at, 0), id LIMIT ?",
-                           [*key, t, t, r["id"], window]).fetchall()
-        out[r["id"]] = [x[0] for x in reversed(before)] + [x[0] for x in after]
+        if r.get("session_id"):
+            sessions.setdefault((r["session_id"], r["owner"], r["agent"]), []).append(r)
+    out: dict[str, list[str]] = {}
+    for key, group in sessions.items():
+        order = [(float(t), i) for t, i in db.execute(
+            f"SELECT coalesce(started_at, 0), id FROM turns WHERE session_id = ? AND owner = ? AND agent = ? "
+            f"AND {where} AND deleted = 0 ORDER BY 1, 2", [*key, *params])]
+        for r in group:
+            at = (float(r.get("started_at") or 0.0), r["id"])
+            i = bisect.bisect_left(order, at)
+            j = i + 1 if i < len(order) and order[i] == at else i
+            out[r["id"]] = [x[1] for x in order[max(0, i - window):i]] + [x[1] for x in order[j:j + window]]
     return out
 
 
