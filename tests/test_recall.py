@@ -310,6 +310,11 @@ def test_head_and_tail_counts_tokens_honestly():
     assert head_and_tail("a b c d e f", 2, 1) == "a b … f"
     cut = head_and_tail("数据库迁移" * 40, 10, 4)
     assert cut.startswith("数据库迁移数据库迁移") and cut.endswith("库迁移") and count_tokens(cut) == 15
+    # a long word counts one more per 6 letters after its first: cut between words by what they count
+    long = " ".join(["internationalisation", "x", "42", "ok"] * 30)   # 4 + 1 + 1 + 1 tokens a round
+    cut = head_and_tail(long, 14, 7)
+    assert cut == " ".join(["internationalisation", "x", "42", "ok"] * 2) + " … " + "internationalisation x 42 ok"
+    assert count_tokens(cut.replace(" … ", " ")) == 21
 
 
 @pytest.mark.sqlite_only("FTS5's rank-first path of store/sqlite/text.py")

@@ -70,6 +70,7 @@ SUBSTRING_FROM = 5_000  # the trigram channel keeps to what bm25 cannot see from
 SUBSTRING_PATH_PARTS = 2
 PREFIX_MIN = 5       # … but the stem of a rare word this long stays a prefix (few words start so)
 POSTINGS_BUDGET = 30_000  # the rarest terms are kept while their postings fit this (PRUNE_FROM turns on)
+ENTITY_TERMS = 8     # the entity channel follows the query's rarest this many entities (and their neighbours)
 
 
 coverage_terms = terms  # the terms the word gate weighs (recall/coverage.py)
@@ -336,6 +337,8 @@ def ch_entity(ctx: RecallContext, q: Query, scope: Scope, cfg: RecallConfig) -> 
             weights[eid] = math.log(1 + total / df)
     if not weights:
         return Channel("entity", reason="only very common entities")
+    if len(weights) > ENTITY_TERMS:  # a pasted traceback names dozens: its rarest say the most
+        weights = dict(sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[:ENTITY_TERMS])
     direct = set(weights)
     related = ents.related(scope, list(weights), limit=5)
     counts = ents.mention_counts([eid for eid, _ in related])

@@ -90,8 +90,11 @@ DEFAULT = RecallConfig()
 # ("set up …", "time") is not a reason to show a memory (python -m remem.bench.packet_gate: 0.25 keeps 92 % of
 # the LoCoMo evidence that only words found, and none of what unrelated coding prompts pulled in).
 # The search floor is off here: these gates are stricter, and evidence alone never enters a packet.
+# 40 candidates a channel (search keeps 60): a packet holds at most ten, and its gates drop most of
+# the rest; real-shaped turn_start at 100k −11 % (p95), LoCoMo evidence in packets 71.2 → 71.3 %
+# (bench/RESULTS.md, session 24).
 PACKET = DEFAULT.with_(threshold=0.35, mmr_lambda=0.75, session_cap=2, failed_penalty=0.3, vector_related=True,
-                       min_coverage=0.25, floor=0.0)
+                       min_coverage=0.25, floor=0.0, pool=40)
 
 _PLAIN = dict(session_weight=0.0, neighbour_weight=0.0, agreement=0.0, recency_weight=0.0,
               importance_weight=0.0, stop_words=False, stem_prefix=False, speaker_boost=1.0,

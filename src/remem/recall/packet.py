@@ -59,7 +59,9 @@ def head_and_tail(text: str, head: int, tail: int) -> str:
     them), else its first ``head`` and last ``tail`` tokens joined by " … "."""
     if count_tokens(text) <= head + tail:
         return text
-    spans = [(m.start(), m.end(), count_tokens(m.group(0))) for m in _TOKEN_RE.finditer(text)]
+    # one match counts as count_tokens counts it: one, and a letter run one more per 6 letters after its first
+    spans = [(m.start(), m.end(), 1 + (len(g) - 1) // 6 if (g := m.group(0)).isalpha() else 1)
+             for m in _TOKEN_RE.finditer(text)]
 
     def take(items: Sequence[tuple[int, int, int]], limit: int) -> int:
         n = used = 0
