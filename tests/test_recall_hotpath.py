@@ -87,17 +87,25 @@ def test_the_matcher_finds_what_stemming_every_token_finds(real_turns):
                                           "why did the cached deployment stop painting",
                                           "test the cafe 0 p y ies study école py e2e istanbul"]
     compared = hits = 0
+    rnd = random.Random(3)
     for p in prompts:
         q = build(p)
         words = cov.terms(q)
         match = cov.Matcher(words)
+        wants = []
         for text in texts:
             want = matched_every_token(q, text, words)
             assert match(text) == want, (p[:60], text[:60])
             assert cov.matched(q, text) == want
+            wants.append(want)
             compared += 1
             hits += bool(want)
+        # all the texts at once (a ranking's candidates), and a shuffled sample with an empty text
+        assert match.many(texts) == wants, p[:60]
+        pick = rnd.sample(range(len(texts)), 25)
+        assert match.many(["", *(texts[i] for i in pick)]) == [[], *(wants[i] for i in pick)], p[:60]
     assert compared > 5000 and hits > 1000  # the comparison saw real matches, not only empty ones
+    assert cov.Matcher(["x"]).many([]) == []
 
 
 def test_the_guard_caps_as_checking_every_settled_hit_did():
@@ -161,13 +169,19 @@ def test_a_turn_start_reads_each_text_once(mem, real_turns, monkeypatch):
     mem.add_turns(real_turns)
     mem.config.override("embedding.enabled", False)
     seen: dict[str, int] = {}
-    real = cov.Matcher.__call__
+    real, real_many = cov.Matcher.__call__, cov.Matcher.many
 
     def counting(self, text):
         seen[text] = seen.get(text, 0) + 1
         return real(self, text)
 
+    def counting_many(self, texts):
+        for text in texts:
+            seen[text] = seen.get(text, 0) + 1
+        return real_many(self, texts)
+
     monkeypatch.setattr(cov.Matcher, "__call__", counting)
+    monkeypatch.setattr(cov.Matcher, "many", counting_many)
     shown = 0
     for p in real_queries(6, seed=9):
         seen.clear()

@@ -318,14 +318,13 @@ def _direct(ctx: RecallContext, q: Query, scope: Scope, cfg: RecallConfig, order
     total = cov.top_weight(weights, terms)
     match = cov.Matcher(terms)
     cover: dict[str, float] = {}
-    for t, _ in order:  # the rest by the start of their text (ranking rows): evidence lifts them too
-        row = rows.get(t) or meta.get(t)
-        if row is not None:
-            hit = match(words_text(row))
-            if full_words is not None and t in rows:
-                full_words[t] = hit
-            cover[t] = cov.share(q, hit, weights, terms, total)
-            details[t]["words"] = {"matched": hit, "coverage": round(cover[t], 3)}
+    # the rest by the start of their text (ranking rows): evidence lifts them too
+    checked = [(t, row) for t, _ in order if (row := rows.get(t) or meta.get(t)) is not None]
+    for (t, _), hit in zip(checked, match.many([words_text(row) for _, row in checked]), strict=True):
+        if full_words is not None and t in rows:
+            full_words[t] = hit
+        cover[t] = cov.share(q, hit, weights, terms, total)
+        details[t]["words"] = {"matched": hit, "coverage": round(cover[t], 3)}
     if cfg.guard_ratio:
         direct = {t for t in cover if set(details[t]["channels"]) & WORD_CHANNELS}
         order, capped = guard(order, base, cover, direct, cfg.guard_ratio)
