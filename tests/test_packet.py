@@ -115,6 +115,29 @@ def test_budget_is_never_exceeded(budget):
     assert tokens == pk.count_tokens(text) <= budget
 
 
+@pytest.mark.parametrize("budget", [800, 1500, 4000])
+@pytest.mark.parametrize("shape", ["learned and turns", "learned, no turn fits", "tail", "turns only"])
+def test_the_token_count_is_what_the_text_counts(budget, shape):
+    """render adds up the tokens of the lines it keeps (no token spans a line break) instead of
+    counting the whole packet again: the sum is the text's count, whatever the sections are."""
+    long = ("数据库迁移失败了 word\r\n" * 400) + "internationalisation " * 1000  # > 4,000 tokens cut to a third
+    learned = [{"id": f"m_{i}", "kind": "preference", "text": f"use bun, not npm ({i})\nalways\tthe one ✓",
+                "sessions": ["a", "b"], "updated_at": NOW - 60} for i in range(12)]
+    items = [_item(i, long if shape == "learned, no turn fits" else f"run the tests {i}\n  again",
+                   "reply — é ✓ " * (400 if shape == "learned, no turn fits" else 20)) for i in range(12)]
+    kw: dict = {}
+    if shape != "turns only" and shape != "tail":
+        kw["learned"] = learned
+    if shape == "tail":
+        kw["tail"] = ["Sessions to resume:", "1. fix the invoice export · 2 days ago"]
+    if shape == "learned, no turn fits":
+        kw["item_chars"] = 60000
+    text, kept, tokens = pk.render(items, budget=budget, now=NOW, **kw)
+    assert kept and tokens == pk.count_tokens(text) <= budget
+    if shape == "learned, no turn fits":
+        assert pk.TURNS_HEAD not in text and all(k["layer"] == "L2" for k in kept)
+
+
 def test_nothing_to_say_is_empty():
     assert pk.render([], now=NOW) == ("", [], 0)
 

@@ -250,8 +250,9 @@ def render(items: Sequence[dict[str, Any]], *, budget: int = DEFAULT_BUDGET, now
         return "", [], 0
     if lines and lines[-1] == TURNS_HEAD:
         lines.pop()
+        used -= count_tokens(TURNS_HEAD) + 1
     text = f"{OPEN}\n{NOTICE}\n" + "\n".join([*lines, *tail]) + f"\n{CLOSE}"
-    return text, kept, count_tokens(text)
+    return text, kept, used  # = count_tokens(text): no token spans a line break, each line was counted
 
 
 def with_request(context: str, prompt: str) -> str:
