@@ -68,8 +68,8 @@ def full_rows(db: sqlite3.Connection, scope: Scope, ids: list[str]) -> dict[str,
 def neighbours(db: sqlite3.Connection, scope: Scope, rows: list[dict[str, Any]],
                window: int = 1) -> dict[str, list[str]]:
     """The turns just before and after each row in its session (same owner and agent), in scope:
-    each session's turns are read once, in (start, id) order, for all of its rows (no index holds
-    that order: a read per row and side read the whole session twice)."""
+    each session's (start, id) pairs are read once, for all of its rows, from the covering
+    ``turns_session_order`` index (m020), not from the wide turn rows."""
     where, params = scope.sql()
     sessions: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in rows:
