@@ -201,7 +201,6 @@ class Matcher:
                 out.append(w)
         return out
 
-
     def many(self, texts: list[str]) -> list[list[str]]:
         """``[self(t) for t in texts]``, each word searched once in all the texts joined: a word in
         none of them (most of a long prompt's) is one search, not one a text, and one in some of them

@@ -36,15 +36,14 @@ def meta(db: sqlite3.Connection, scope: Scope, ids: list[str], text_chars: int =
     if text_chars:
         cols += f", substr(request, 1, {int(text_chars)}) AS request, substr(reply, 1, {int(text_chars)}) AS reply"
     out: dict[str, dict[str, Any]] = {}
-    cur = db.cursor()
-    cur.row_factory = None  # plain tuples zipped with the names: dict(sqlite3.Row) costs ~5 µs a row
+    names: list[str] = []
     for i in range(0, len(ids), 500):
         chunk = ids[i:i + 500]
-        cur.execute(f"WITH c(cid) AS (VALUES {','.join(['(?)'] * len(chunk))}) SELECT {cols} FROM c "
-                    f"CROSS JOIN turns ON turns.id = c.cid WHERE {where} AND deleted = 0", [*chunk, *params])
-        names = [d[0] for d in cur.description]
-        for r in cur:
-            out[r[0]] = dict(zip(names, r, strict=True))
+        for r in db.execute(f"WITH c(cid) AS (VALUES {','.join(['(?)'] * len(chunk))}) SELECT {cols} FROM c "
+                            f"CROSS JOIN turns ON turns.id = c.cid WHERE {where} AND deleted = 0",
+                            [*chunk, *params]):
+            names = names or list(r.keys())
+            out[r[0]] = dict(zip(names, r, strict=True))  # by position: dict(row) looks each name up (~3 µs a row)
     return out
 
 
