@@ -135,25 +135,16 @@ def _forms(s: str) -> tuple[str, ...]:
 _RUN = re.compile(r"[^\W_]*")  # a TOKEN run from where it starts (empty when none starts there)
 
 
-def _holds(low: str, anchor: str, accept: frozenset[str], i: int) -> bool:
-    """Whether the lower-cased ``low`` has a token in ``accept`` (all of which start with ``anchor``),
-    from ``low.find(anchor)`` = ``i`` on: each place ``anchor`` starts a token is read to the token's
-    end and looked up; the search goes on after that token (a token starts nowhere inside another)."""
+def _holds(low: str, anchor: str, accept: frozenset[str], i: int, end: int) -> bool:
+    """Whether the lower-cased ``low`` has a token in ``accept`` (all of which start with ``anchor``)
+    before ``end`` (one text of several joined ends there), from ``low.find(anchor)`` = ``i`` on: each
+    place ``anchor`` starts a token is read to the token's end and looked up; the search goes on after
+    that token (a token starts nowhere inside another, and no run crosses the NUL between texts)."""
     while i >= 0:
         j = _RUN.match(low, i).end()  # type: ignore[union-attr]  # the anchor is letters or digits: j > i
         if (i == 0 or not low[i - 1].isalnum()) and low[i:j] in accept:
             return True
-        i = low.find(anchor, j)
-    return False
-
-
-def _holds_in(big: str, anchor: str, accept: frozenset[str], i: int, end: int) -> bool:
-    """:func:`_holds` within ``big[:end]`` (one text of several joined): the search stops at its end."""
-    while i >= 0:
-        j = _RUN.match(big, i).end()  # type: ignore[union-attr]  # a run never crosses the joint
-        if (i == 0 or not big[i - 1].isalnum()) and big[i:j] in accept:
-            return True
-        i = big.find(anchor, j, end)
+        i = low.find(anchor, j, end)
     return False
 
 
@@ -184,19 +175,21 @@ class Matcher:
                 self._accept[w] = accept
                 self._anchor[w] = os.path.commonprefix(sorted(accept))
 
+    def _plain(self, w: str, text: str) -> bool:
+        """A word without an anchor: a CJK word by containment, one whose forms share no first
+        character by the text's tokens (rare: "y")."""
+        return w in text if w in self._cjk else not tokens(text).isdisjoint(self._accept[w])
+
     def __call__(self, text: str) -> list[str]:
         low = text.lower()
-        toks: set[str] | None = None
         out = []
         for w in self.words:
-            if w in self._cjk:
-                hit = w in text
-            elif anchor := self._anchor[w]:
-                i = low.find(anchor)  # most words are in no text: no call for them
-                hit = i >= 0 and _holds(low, anchor, self._accept[w], i)
+            anchor = self._anchor.get(w)
+            if not anchor:
+                hit = self._plain(w, text)
             else:
-                toks = tokens(text) if toks is None else toks
-                hit = not toks.isdisjoint(self._accept[w])
+                i = low.find(anchor)  # most words are in no text: no call for them
+                hit = i >= 0 and _holds(low, anchor, self._accept[w], i, len(low))
             if hit:
                 out.append(w)
         return out
@@ -214,24 +207,18 @@ class Matcher:
             starts.append(at)
             at += len(low) + 1
         big = "\0".join(lows)  # NUL ends a token run and starts none: each text's tokens stay its own
-        toks: list[set[str] | None] = [None] * len(texts)
         for w in self.words:
             anchor = self._anchor.get(w)
-            if w in self._cjk or not anchor:
+            if not anchor:
                 for n, text in enumerate(texts):
-                    if w in self._cjk:
-                        hit = w in text
-                    else:
-                        toks[n] = tokens(text) if toks[n] is None else toks[n]
-                        hit = not toks[n].isdisjoint(self._accept[w])  # type: ignore[union-attr]
-                    if hit:
+                    if self._plain(w, text):
                         out[n].append(w)
                 continue
             accept, i = self._accept[w], big.find(anchor)
             while i >= 0:
                 n = bisect.bisect_right(starts, i) - 1
                 end = starts[n] + len(lows[n])
-                if _holds_in(big, anchor, accept, i, end):
+                if _holds(big, anchor, accept, i, end):
                     out[n].append(w)
                 i = big.find(anchor, end + 1)
         return out
