@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..ingest.redact import redact_value
+from ..ingest.redact import redact_value as redacted  # every string of a JSON value; `seen` skipped
 
 try:  # POSIX only; on other systems the state is simply not locked
     import fcntl
@@ -83,7 +83,7 @@ def save(path: Path, data: dict[str, Any], seen: frozenset[str] = frozenset()) -
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(redact_value(data, seen), f, ensure_ascii=False)
+        json.dump(redacted(data, seen), f, ensure_ascii=False)
     os.replace(tmp, path)
 
 
