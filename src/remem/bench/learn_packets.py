@@ -222,7 +222,9 @@ def run(data: str, labels_dir: str, projects: list[str] | None = None, *,
             row[kind][0] += hit
             if not hit:
                 have = any(matches(m, i) for m in mems if m.status == "active" for i in want)
-                row["misses"].append({"pid": pr.get("pid"), "learned_active": have, "picked": len(picked)})
+                cand = any(matches(m, i) for m in mems if m.status == "candidate" for i in want)
+                row["misses"].append({"pid": pr.get("pid"), "type": kind, "learned_active": have,
+                                      "learned_candidate": cand, "picked": len(picked)})
         per[p] = row
         grp = tot.setdefault("tune" if p in TUNE else "heldout", {k: [0, 0] for k in KINDS})
         for k in KINDS:

@@ -154,4 +154,28 @@ def learn_recall(data: str, labels: str | None, model: str | None, keep: str | N
     _out(mod.run(data, labels, model=model, keep=keep, settings=list(settings)), as_json, mod.render)
 
 
+@bench.command("learn-frontier")
+@click.option("--data", required=True, type=click.Path(exists=True, file_okay=False),
+              help="The derive-dev folder (SpecStory histories in raw/<project>/).")
+@click.option("--labels", default=None, type=click.Path(exists=True, file_okay=False),
+              help="Label folder, one <project>.json each (default: bench/learn-labels when present).")
+@click.option("--policy", "policies", multiple=True, type=click.Choice(["shipped", "anchored", "said-once"]),
+              help="Only this activation policy (repeatable; default: all three).")
+@click.option("--project", "projects", multiple=True, help="Only this project (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def learn_frontier(data: str, labels: str | None, policies: tuple[str, ...], projects: tuple[str, ...],
+                   as_json: bool) -> None:
+    """What activating once-said rules would buy and cost: active precision and recall, need points
+    (covered, held by an active memory, missed and why) and false injection under each policy."""
+    if labels is None and os.path.isdir(os.path.join("bench", "learn-labels")):
+        labels = os.path.join("bench", "learn-labels")
+    if labels is None:
+        raise click.BadParameter("no label folder: give --labels (their probes are the prompts)", param_hint="--labels")
+    if not os.path.isdir(os.path.join(data, "raw")):
+        raise click.BadParameter(f"no raw/ folder under {data} (give the derive-dev folder)", param_hint="--data")
+    mod = harness("learn_frontier")
+    _out(mod.run(data, labels, policies or mod.POLICIES, list(projects) or None), as_json, mod.render)
+
+
 COMMANDS = [bench]
