@@ -280,11 +280,22 @@ def arguments(doc: str | None) -> Any:
     return ap
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = arguments(__doc__)
+def parse(ap: Any, argv: list[str] | None, *, labels: bool = False) -> Any | None:
+    """``ap``'s arguments, or None after saying why: ``--data`` holds no raw/ folder, or (``labels``)
+    ``--labels`` is no folder."""
     a = ap.parse_args(argv)
     if not os.path.isdir(os.path.join(a.data, "raw")):
         print(f"no raw/ folder under {a.data}", file=sys.stderr)
+        return None
+    if labels and not (a.labels and os.path.isdir(a.labels)):
+        print(f"no label folder {a.labels}", file=sys.stderr)
+        return None
+    return a
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse(arguments(__doc__), argv)
+    if a is None:
         return 2
     rep = run(a.data, a.labels, a.project)
     if a.json:

@@ -27,7 +27,6 @@ no such setting: candidates are never injected). Measurement only; the histories
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -132,25 +131,14 @@ def render(rep: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", required=True, help="the derive-dev folder (holds raw/<project>/)")
-    ap.add_argument("--labels", default="bench/learn-labels", help="the label folder (default bench/learn-labels)")
+    ap = learn_bench.arguments(__doc__)
     ap.add_argument("--policy", action="append", choices=POLICIES, help="only these policies (repeatable)")
-    ap.add_argument("--project", action="append", help="only these projects (repeatable)")
-    ap.add_argument("--json", action="store_true")
-    a = ap.parse_args(argv)
-    if not os.path.isdir(os.path.join(a.data, "raw")):
-        print(f"no raw/ folder under {a.data}", file=sys.stderr)
-        return 2
-    if not os.path.isdir(a.labels):
-        print(f"no label folder {a.labels}", file=sys.stderr)
+    a = learn_bench.parse(ap, argv, labels=True)
+    if a is None:
         return 2
     rep = run(a.data, a.labels, tuple(a.policy or POLICIES), a.project)
     print(json.dumps(rep, indent=1) if a.json else render(rep))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -41,7 +41,7 @@ from ..layers import feedback as fbk
 from ..layers.learn import learn
 from ..layers.select import RECENT_TURNS, pick, recent_context
 from ..layers.types import Memory, Turn
-from .learn import TUNE, load_labels, matches, read_project
+from .learn import TUNE, arguments, load_labels, matches, parse, read_project
 
 KINDS = ("need_point", "later_task", "negative", "negative_prompt_matched")
 
@@ -280,24 +280,14 @@ def render(rep: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", required=True, help="the derive-dev folder (holds raw/<project>/)")
-    ap.add_argument("--labels", default="bench/learn-labels", help="the label folder (default bench/learn-labels)")
-    ap.add_argument("--project", action="append", help="only these projects (repeatable)")
+    ap = arguments(__doc__)
     ap.add_argument("--core-at", choices=("prompt", "session_start"), default="prompt",
                     help="where the core facts go: with a session's first prompt (default) or in the "
                          "SessionStart context")
     ap.add_argument("--no-feedback", action="store_true",
                     help="do not simulate feedback from the histories (by default both are reported)")
-    ap.add_argument("--json", action="store_true")
-    a = ap.parse_args(argv)
-    if not os.path.isdir(os.path.join(a.data, "raw")):
-        print(f"no raw/ folder under {a.data}", file=sys.stderr)
-        return 2
-    if not os.path.isdir(a.labels):
-        print(f"no label folder {a.labels}", file=sys.stderr)
+    a = parse(ap, argv, labels=True)
+    if a is None:
         return 2
     rep = report(a.data, a.labels, a.project, core_at=a.core_at, feedback=not a.no_feedback)
     print(json.dumps(rep, indent=1) if a.json else render(rep))
