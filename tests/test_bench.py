@@ -344,3 +344,20 @@ def test_recall_proxy_relevant_turns_name_what_the_prompts_first_line_names():
                "nothing anchored here", "speed up common_fn()", "no such_name() anywhere"]
     got = proxy.relevant(mem, "me", prompts)
     assert got == {prompts[0]: {"t0000", "t0001"}, prompts[1]: {"t0002"}}   # 2,500 holders: over 200, left out
+
+
+def test_the_packet_gate_learns_from_every_store_first_when_asked(tmp_path, capsys):
+    """`packet_gate --learn` (issue 16: LoCoMo packets with learning on): every store is learned before
+    the packets, what was learned is counted, and the command that reproduces it says so."""
+    from remem.bench import packet_gate
+
+    args = ["--data", str(SMALL / "locomo-small.json"), "--home", str(tmp_path / "home"), "--json"]
+    assert packet_gate.main(args) == 0
+    off = json.loads(capsys.readouterr().out)
+    assert "learned_active" not in off and "--learn" not in off["command"]
+    assert packet_gate.main([*args, "--learn"]) == 0
+    on = json.loads(capsys.readouterr().out)
+    assert on["learned_active"]["coder"] > 0 and "--learn" in on["command"]
+    shipped = [g for g in on["gates"] if "shipped" in g["gate"]][0]["locomo_own"]
+    assert shipped["n"] == 15 and "learned_items" in shipped
+    assert "Learning on: active learned memories" in packet_gate.render(on)

@@ -266,7 +266,7 @@ def packets(mem: Any, convs: list[dict[str, Any]], ids: dict[str, dict[str, str]
     from remem.scope import Scope
 
     cfg = gate_config(mem, gate)
-    own_hit, own_items, other_items, other_any = [], [], [], []
+    own_hit, own_items, own_learned, other_items, other_any = [], [], [], [], []
     lat = []
     for ci, conv in enumerate(convs):
         scope = Scope.of(L.OWNER, project=conv["id"])
@@ -280,6 +280,7 @@ def packets(mem: Any, convs: list[dict[str, Any]], ids: dict[str, dict[str, str]
             got = {ids[conv["id"]].get(i["id"]) for i in p["items"]}
             own_hit.append(bool(got & set(qa["gold"])))
             own_items.append(len(p["items"]))
+            own_learned.append(sum(i.get("layer") != "L1" for i in p["items"]))
             if len(convs) > 1:
                 o = turn_start(mem.recall, qa["question"], other, config=cfg)
                 other_items.append(len(o["items"]))
@@ -309,7 +310,8 @@ def packets(mem: Any, convs: list[dict[str, Any]], ids: dict[str, dict[str, str]
 
     return {
         "gate": gate,
-        "locomo_own": {"n": len(own_hit), "evidence_in_packet": pc(own_hit), "items": mean(own_items)},
+        "locomo_own": {"n": len(own_hit), "evidence_in_packet": pc(own_hit), "items": mean(own_items),
+                       "learned_items": mean(own_learned)},
         "locomo_other": {"items": mean(other_items), "non_empty": pc(other_any)},
         "coding_related": {"n": len(rel_hit), "target_in_packet": pc(rel_hit), "items": mean(rel_items)},
         "coding_unrelated": {"n": len(un_items), "items": mean(un_items),
@@ -330,6 +332,10 @@ def render(res: dict[str, Any]) -> str:
            "| gate | LoCoMo: evidence in packet | items | other conversation: items | non-empty "
            "| coding paraphrase: target in packet | items | unrelated coding prompt: items | empty | turn_start p50 ms |",
            "|---|---|---|---|---|---|---|---|---|---|"]
+    if "learned_active" in res:
+        out[1:1] = ["", "Learning on: active learned memories " + ", ".join(
+            f"{o} {n}" for o, n in res["learned_active"].items()) + "; learned items in a LoCoMo packet: "
+            + ", ".join(f"{r['gate']} {r['locomo_own'].get('learned_items')}" for r in res["gates"]) + "."]
     for r in res["gates"]:
         out.append(f"| {r['gate']} | {r['locomo_own']['evidence_in_packet']} % | {r['locomo_own']['items']} "
                    f"| {r['locomo_other']['items']} | {r['locomo_other']['non_empty']} % "
@@ -357,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, help="first N conversations")
     ap.add_argument("--margins", default="", help="also gate with these vector margins (comma-separated)")
     ap.add_argument("--coverages", default="", help="also gate with these word coverages (comma-separated)")
+    ap.add_argument("--learn", action="store_true",
+                    help="learn from every store first (issue 16: packets with the learned section in them); "
+                         "a --home keeps what was learned, so give it a copy")
     ap.add_argument("--write", action="store_true", help="update bench/RESULTS.md")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -373,6 +382,12 @@ def main(argv: list[str] | None = None) -> int:
         from remem.recall.config import PACKET
 
         res: dict[str, Any] = {"calibration": calibrate(mem, convs, ids)}
+        if args.learn:
+            say("learning …")
+            owners = [L.OWNER, CODING_OWNER, *(f"topic{size}" for size in TOPIC_SIZES)]
+            for owner in owners:
+                mem.learn(owner=owner)
+            res["learned_active"] = {owner: len(mem.learned(owner=owner)) for owner in owners}
         res["margin"] = related_margin(res["calibration"]["model"])
         res["coverage"] = PACKET.min_coverage
         res["gates"] = []
@@ -386,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
             (f" --coverages {args.coverages}" if args.coverages else "")
         res["command"] = ("REMEM_EMBEDDING_MODEL=" + os.environ.get("REMEM_EMBEDDING_MODEL", "default")
                           + " .venv/bin/python -m remem.bench.packet_gate --data ../shared/bench/locomo-dev.json"
-                          + curve + " --write")
+                          + curve + (" --learn" if args.learn else "") + " --write")
     finally:
         mem.close()
         if tmp is not None:
@@ -395,7 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         from results import update_section
 
-        update_section(f"Packet gate ({res['calibration']['model']})", render(res))
+        update_section(f"Packet gate ({res['calibration']['model']}{', learning on' if args.learn else ''})",
+                       render(res))
     return 0
 
 
