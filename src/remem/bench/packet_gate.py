@@ -275,29 +275,30 @@ def packets(mem: Any, convs: list[dict[str, Any]], ids: dict[str, dict[str, str]
             if not qa["gold"] or qa["category"] not in (1, 2, 3, 4):
                 continue
             t0 = time.perf_counter()
-            p = turn_start(mem.recall, qa["question"], scope, config=cfg)
+            p = turn_start(mem.recall, qa["question"], scope, project=conv["id"], config=cfg)
             lat.append((time.perf_counter() - t0) * 1000)
             got = {ids[conv["id"]].get(i["id"]) for i in p["items"]}
             own_hit.append(bool(got & set(qa["gold"])))
             own_items.append(len(p["items"]))
             own_learned.append(sum(i.get("layer") != "L1" for i in p["items"]))
             if len(convs) > 1:
-                o = turn_start(mem.recall, qa["question"], other, config=cfg)
+                o = turn_start(mem.recall, qa["question"], other, project=other.project, config=cfg)
                 other_items.append(len(o["items"]))
                 other_any.append(bool(o["items"]))
     cscope = Scope.of(CODING_OWNER)
     rel_hit, rel_items = [], []
     for prompt, target in CODING_RELATED:
-        p = turn_start(mem.recall, prompt, cscope, config=cfg)
+        p = turn_start(mem.recall, prompt, cscope, project="shop", config=cfg)
         rel_hit.append(coding[target] in {i["id"] for i in p["items"]})
         rel_items.append(len(p["items"]))
-    un_items = [len(turn_start(mem.recall, prompt, cscope, config=cfg)["items"]) for prompt in CODING_UNRELATED]
+    un_items = [len(turn_start(mem.recall, prompt, cscope, project="shop", config=cfg)["items"])
+                for prompt in CODING_UNRELATED]
 
     topic: dict[str, Any] = {}
     for size in TOPIC_SIZES:
         tscope = Scope.of(f"topic{size}")
-        packets = [turn_start(mem.recall, p, tscope, config=cfg)["items"] for p in TOPIC_PROMPTS]
-        off = [len(turn_start(mem.recall, p, tscope, config=cfg)["items"]) for p in TOPIC_UNRELATED]
+        packets = [turn_start(mem.recall, p, tscope, project="infra", config=cfg)["items"] for p in TOPIC_PROMPTS]
+        off = [len(turn_start(mem.recall, p, tscope, project="infra", config=cfg)["items"]) for p in TOPIC_UNRELATED]
         topic[str(size)] = {"non_empty": round(100.0 * sum(bool(g) for g in packets) / len(packets), 1),
                             "items": round(statistics.fmean(len(g) for g in packets), 2),
                             "unrelated_items": round(statistics.fmean(off), 2)}
