@@ -346,6 +346,7 @@ def test_recall_proxy_relevant_turns_name_what_the_prompts_first_line_names():
     assert got == {prompts[0]: {"t0000", "t0001"}, prompts[1]: {"t0002"}}   # 2,500 holders: over 200, left out
 
 
+@pytest.mark.sqlite_only("the packet gate calibrates on the home's SQLite vectors (a bench harness, not an engine face)")
 def test_the_packet_gate_learns_from_every_store_first_when_asked(tmp_path, capsys):
     """`packet_gate --learn` (issue 16: LoCoMo packets with learning on): every store is learned before
     the packets, what was learned is counted, and the command that reproduces it says so."""
