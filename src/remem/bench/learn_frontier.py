@@ -140,5 +140,6 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(rep, indent=1) if a.json else render(rep))
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -22,6 +22,15 @@ def _out(res: dict[str, Any], as_json: bool, render: Any) -> None:
     click.echo(json.dumps(res, indent=1, ensure_ascii=False, default=str) if as_json else render(res))
 
 
+def _labels(labels: str | None, *, required: bool) -> str | None:
+    """``--labels``, else bench/learn-labels when it is there; ``required``: the probes are needed."""
+    if labels is None and os.path.isdir(os.path.join("bench", "learn-labels")):
+        labels = os.path.join("bench", "learn-labels")
+    if labels is None and required:
+        raise click.BadParameter("no label folder: give --labels (their probes are the prompts)", param_hint="--labels")
+    return labels
+
+
 @click.group()
 def bench() -> None:
     """Measure recall quality and speed (LoCoMo, LongMemEval, synthetic stores) and learning (derive-dev)."""
@@ -110,8 +119,7 @@ def learn(data: str, labels: str | None, projects: tuple[str, ...], core_at: str
     need-point coverage and false injection, packet size and database growth (docs/learning.md)."""
     if not os.path.isdir(os.path.join(data, "raw")):
         raise click.BadParameter(f"no raw/ folder under {data} (give the derive-dev folder)", param_hint="--data")
-    if labels is None and os.path.isdir(os.path.join("bench", "learn-labels")):
-        labels = os.path.join("bench", "learn-labels")
+    labels = _labels(labels, required=False)
     only = list(projects) or None
     say = None if as_json else (lambda m: click.echo(m, err=True))
     res: dict[str, Any] = {"extraction": harness("learn").run(data, labels, only)}
@@ -146,12 +154,9 @@ def learn_recall(data: str, labels: str | None, model: str | None, keep: str | N
                  as_json: bool) -> None:
     """Turn recall on real histories: at the labelled prompts that needed a rule, does search bring back
     the turns where the user said it (recall@5 / @10, MRR, search time)."""
-    if labels is None and os.path.isdir(os.path.join("bench", "learn-labels")):
-        labels = os.path.join("bench", "learn-labels")
-    if labels is None:
-        raise click.BadParameter("no label folder: give --labels (their probes are the prompts)", param_hint="--labels")
+    labels = _labels(labels, required=True)
     mod = harness("learn_recall")
-    _out(mod.run(data, labels, model=model, keep=keep, settings=list(settings)), as_json, mod.render)
+    _out(mod.run(data, str(labels), model=model, keep=keep, settings=list(settings)), as_json, mod.render)
 
 
 @bench.command("learn-frontier")
@@ -168,14 +173,11 @@ def learn_frontier(data: str, labels: str | None, policies: tuple[str, ...], pro
                    as_json: bool) -> None:
     """What activating once-said rules would buy and cost: active precision and recall, need points
     (covered, held by an active memory, missed and why) and false injection under each policy."""
-    if labels is None and os.path.isdir(os.path.join("bench", "learn-labels")):
-        labels = os.path.join("bench", "learn-labels")
-    if labels is None:
-        raise click.BadParameter("no label folder: give --labels (their probes are the prompts)", param_hint="--labels")
+    labels = _labels(labels, required=True)
     if not os.path.isdir(os.path.join(data, "raw")):
         raise click.BadParameter(f"no raw/ folder under {data} (give the derive-dev folder)", param_hint="--data")
     mod = harness("learn_frontier")
-    _out(mod.run(data, labels, policies or mod.POLICIES, list(projects) or None), as_json, mod.render)
+    _out(mod.run(data, str(labels), policies or mod.POLICIES, list(projects) or None), as_json, mod.render)
 
 
 COMMANDS = [bench]
